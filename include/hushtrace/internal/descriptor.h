@@ -1,0 +1,111 @@
+// Tracepoint descriptors and their self-describing metadata records.
+//
+// Every HUSH_TRACE / HUSH_SPAN / HUSH_INSTANT / HUSH_COUNTER site refers to one Descriptor, an
+// ordinary variable with internal linkage (one copy per translation unit; the registry merges copies
+// by name). Each site also appends the descriptor's address to the ELF section `hush_desc` with an
+// `asm` directive, and every module with such sites carries one `.note.hushtrace` note giving the
+// bounds of its `hush_desc` section. The runtime finds all of them with dl_iterate_phdr when a
+// session starts: nothing is registered, allocated or run at program start-up.
+//
+//   .note.hushtrace (one per module, COMDAT)       hush_desc (one slot per site)
+//   +-------------------------------+              +------------+------------+----
+//   | "hushtr" type 0x48555348      |  start - .   | &Descriptor| &Descriptor| ...
+//   | int64 __start_hush_desc - .   |------------->+------------+------------+----
+//   | int64 __stop_hush_desc  - .   |
+//   +-------------------------------+       Descriptor{ state, meta -> "HTP1" record (.rodata) }
+//
+// The metadata record layout is documented in docs/format.md, section 5.
+#ifndef HUSHTRACE_INTERNAL_DESCRIPTOR_H_
+#define HUSHTRACE_INTERNAL_DESCRIPTOR_H_
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace hush::internal {
+
+enum class EventKind : std::uint8_t { kEvent = 0, kSpan = 1, kInstant = 2, kCounter = 3 };
+
+struct Descriptor {
+  // 0 while disabled; otherwise the session's event id + 1. Written by the registry (session
+  // thread) with release; read by emitting threads with a relaxed load: the only thing a reader
+  // needs is the id, which is carried in the same word, so no other data must be ordered with it.
+  std::atomic<std::uint32_t> state;
+  std::uint32_t reserved;
+  // Points to the HTP1 metadata record of this site; constant.
+  const char* meta;
+};
+static_assert(sizeof(Descriptor) == 16);
+
+inline constexpr std::uint32_t kNoteType = 0x48555348;  // "HSUH" read as little-endian bytes
+inline constexpr std::size_t kMetaHeaderSize = 12;
+
+// What a tracepoint declares: kind, source line and the strings
+// provider, name, file, then (field name, type code) for each field.
+template <std::size_t N>
+struct TracepointSpec {
+  EventKind kind;
+  std::uint32_t line;
+  std::array<std::string_view, N> strings;
+};
+
+template <typename Spec>
+constexpr std::size_t MetaRecordSize() {
+  std::size_t n = kMetaHeaderSize;
+  for (std::string_view s : Spec::Get().strings) n += s.size() + 1;
+  return n;
+}
+
+template <typename Spec>
+constexpr std::array<char, MetaRecordSize<Spec>()> BuildMetaRecord() {
+  constexpr auto spec = Spec::Get();
+  constexpr std::size_t kSize = MetaRecordSize<Spec>();
+  static_assert(kSize < 65536, "hushtrace: tracepoint metadata larger than 64 KiB");
+  static_assert((spec.strings.size() - 3) % 2 == 0 && (spec.strings.size() - 3) / 2 < 256);
+  std::array<char, kSize> out{};
+  out[0] = 'H';
+  out[1] = 'T';
+  out[2] = 'P';
+  out[3] = '1';
+  out[4] = static_cast<char>(kSize & 0xff);
+  out[5] = static_cast<char>(kSize >> 8);
+  out[6] = static_cast<char>(spec.kind);
+  out[7] = static_cast<char>((spec.strings.size() - 3) / 2);
+  for (int i = 0; i < 4; ++i) out[8 + i] = static_cast<char>((spec.line >> (8 * i)) & 0xff);
+  std::size_t at = kMetaHeaderSize;
+  for (std::string_view s : spec.strings) {
+    for (char c : s) out[at++] = c;
+    out[at++] = '\0';
+  }
+  return out;
+}
+
+template <typename Spec>
+inline constexpr auto kMetaRecord = BuildMetaRecord<Spec>();
+
+// One descriptor per Spec and translation unit. `static` gives internal linkage even when the
+// site is inside an inline function or template, which lets the registering `asm` use the address
+// as an immediate in position-independent code.
+template <typename Spec>
+static Descriptor site_descriptor{{0}, 0, kMetaRecord<Spec>.data()};
+
+}  // namespace hush::internal
+
+// Records the descriptor's address in section hush_desc. Emits no instruction.
+#define HUSH_INTERNAL_REGISTER_DESCRIPTOR(desc)                                         \
+  asm volatile(".pushsection hush_desc,\"aw\"\n\t.balign 8\n\t.quad %c0\n\t.popsection" \
+               :                                                                        \
+               : "i"(&(desc)))
+
+// The note that lets the runtime find this module's hush_desc section. One per module: the
+// COMDAT group makes the linker keep a single copy. The bounds are weak and hidden: a module that
+// includes the header but has no site links fine and its note points at an empty range.
+asm(".weak __start_hush_desc\n\t.hidden __start_hush_desc\n\t"
+    ".weak __stop_hush_desc\n\t.hidden __stop_hush_desc\n\t"
+    ".pushsection .note.hushtrace,\"aG\",@note,hush_note_group,comdat\n\t"
+    ".balign 4\n\t.long 7\n\t.long 16\n\t.long 0x48555348\n\t.asciz \"hushtr\"\n\t.balign 4\n\t"
+    ".quad __start_hush_desc - .\n\t.quad __stop_hush_desc - .\n\t.popsection");
+
+#endif  // HUSHTRACE_INTERNAL_DESCRIPTOR_H_

@@ -1,0 +1,98 @@
+// The per-thread writer: the inline fast path of every enabled event.
+//
+// Each thread owns one ThreadWriter in initial-exec TLS (two instructions to reach, no
+// __tls_get_addr) and, once it has emitted, one ring buffer (src/ring). Only the owning thread
+// writes packet bytes and the fields below, so reserve/commit needs no atomic read-modify-write:
+//
+//   nesting++            guard: a signal handler that interrupts an event sees nesting > 1
+//   p = pos              reserve: the open packet has [pos, end) free
+//   write header+fields  4-byte compact header (id, low 24 bits of the timestamp), then payload
+//   pos = p + size       commit locally
+//   commit.store(release)  publish the end offset for flushing, snapshots and crash recovery
+//   nesting--
+//
+// Everything unusual (no ring yet, packet full, id >= 255, timestamp gap >= 2^24 cycles, nested
+// call, slow clock mode) goes to ReserveSlow(), which is out of line and cold.
+//
+// Memory ordering: the release store of `commit` pairs with the acquire load of the same word by
+// whoever reads the open packet (final flush, flight snapshot); a reader that sees offset X sees
+// every event byte before X. Whole packets are published by the ring's `produced` counter
+// (src/ring/ring_buffer.h).
+#ifndef HUSHTRACE_INTERNAL_THREAD_WRITER_H_
+#define HUSHTRACE_INTERNAL_THREAD_WRITER_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "hushtrace/internal/cycle_clock.h"
+
+namespace hush::internal {
+
+inline constexpr std::size_t kCompactHeaderSize = 4;
+inline constexpr std::uint32_t kExtendedId = 255;
+inline constexpr std::uint64_t kCompactTimestampRange = std::uint64_t{1} << 24;
+
+// Shared with readers of the open packet: the end offset of the last committed event and that
+// event's timestamp (ring header, src/ring/ring_layout.h).
+struct CommitWord {
+  std::atomic<std::uint64_t> offset;
+  std::atomic<std::uint64_t> timestamp;
+};
+
+struct ThreadWriter {
+  char* pos;                 // next free byte of the open packet
+  // End of the open packet; nullptr: always take the slow path. Atomic because a stopping
+  // session clears it from another thread (relaxed: it only forces this thread into
+  // ReserveSlow, which re-checks the session generation with seq_cst).
+  std::atomic<char*> end;
+  std::uint64_t last_ts;     // last timestamp a reader has seen on this stream
+  std::uint32_t nesting;     // > 0 while an event is being written by this thread
+  std::uint32_t packet_events;       // events committed in the open packet
+  CommitWord* commit;        // in the ring header
+  const char* commit_base;   // offsets in `commit` are relative to this address
+  void* ring;                // the ring this thread writes to (slow path only)
+  std::uint64_t generation;  // session generation `ring` belongs to (slow path only)
+};
+static_assert(sizeof(ThreadWriter) == 64, "the fast path touches one cache line");
+
+extern thread_local ThreadWriter tls_writer __attribute__((tls_model("initial-exec")));
+
+// Out of line. Called with nesting already incremented. Returns where the payload goes (the header
+// is written), or nullptr when the event is dropped (and counted).
+[[gnu::cold, gnu::noinline]] char* ReserveSlow(ThreadWriter& w, std::uint32_t id, std::uint64_t ts,
+                                               std::size_t payload_size);
+
+// Compiler-only barrier: orders the guard against the event writes as seen by a signal handler
+// running on this same thread. No CPU fence is needed for that.
+inline void SignalFence() { std::atomic_signal_fence(std::memory_order_seq_cst); }
+
+inline char* Reserve(ThreadWriter& w, std::uint32_t id, std::uint64_t ts, std::size_t payload_size) {
+  char* p = w.pos;
+  const std::size_t size = kCompactHeaderSize + payload_size;
+  if ((w.nesting == 1) & (id < kExtendedId) & (ts - w.last_ts < kCompactTimestampRange) &
+      (size <= static_cast<std::size_t>(w.end.load(std::memory_order_relaxed) - p))) [[likely]] {
+    const std::uint32_t header = static_cast<std::uint32_t>(ts << 8) | id;
+    std::memcpy(p, &header, sizeof header);
+    w.last_ts = ts;
+    return p + kCompactHeaderSize;
+  }
+  return ReserveSlow(w, id, ts, payload_size);
+}
+
+inline void Commit(ThreadWriter& w, char* event_end) {
+  w.pos = event_end;
+  ++w.packet_events;
+  // Relaxed: ordered before the offset by the release store below; a reader re-checks the offset
+  // after reading the timestamp (Ring::WriteNew), so a newer timestamp is never paired with an
+  // older offset.
+  w.commit->timestamp.store(w.last_ts, std::memory_order_relaxed);
+  // Publish: pairs with the acquire load in Ring::WriteNew(); see file comment.
+  w.commit->offset.store(static_cast<std::uint64_t>(event_end - w.commit_base),
+                         std::memory_order_release);
+}
+
+}  // namespace hush::internal
+
+#endif  // HUSHTRACE_INTERNAL_THREAD_WRITER_H_

@@ -1,0 +1,72 @@
+// Programmatic control of a tracing session in this process.
+//
+//   hush::SessionOptions options;
+//   options.events = {"net:*", "db:query"};
+//   options.output_dir = "/tmp/trace";
+//   std::string error;
+//   auto session = hush::Session::Start(options, &error);   // nullptr + error on failure
+//   ...
+//   session->Stop();                                        // or let it go out of scope
+//
+// One session at a time per process. The environment (HUSHTRACE_EVENTS, HUSHTRACE_OUTPUT,
+// HUSHTRACE_MODE, HUSHTRACE_BUFFER_SIZE) starts the same kind of session before main(); it is
+// stopped and flushed at exit. All functions are thread-safe.
+#ifndef HUSHTRACE_SESSION_H_
+#define HUSHTRACE_SESSION_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace hush {
+
+enum class Mode {
+  kStream,  // a consumer thread writes full packets to disk; a full ring discards and counts
+  kFlight,  // rings overwrite their oldest packets; written at exit, on SIGUSR2 or Snapshot()
+};
+
+struct SessionOptions {
+  std::vector<std::string> events;  // globs over "provider:name"
+  std::string output_dir;           // created 0700; must not exist or be empty
+  Mode mode = Mode::kStream;
+  std::size_t buffer_size = 1 << 20;  // per thread ring, in bytes (>= 16 KiB)
+};
+
+struct SessionStats {
+  std::uint64_t events_written = 0;    // events in closed packets so far
+  std::uint64_t events_discarded = 0;  // ring full (stream), nested in a signal handler, too large
+  std::uint64_t events_overwritten = 0;  // flight mode
+  std::uint64_t events_lost_on_write = 0;  // write to disk failed
+  std::uint64_t bytes_written = 0;
+  std::uint32_t rings = 0;
+  std::uint32_t enabled_events = 0;
+};
+
+class Session {
+ public:
+  static std::unique_ptr<Session> Start(const SessionOptions& options, std::string* error);
+  ~Session();  // Stop()
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Disables the events, writes everything committed and the final metadata. Idempotent.
+  void Stop();
+  // Writes what the rings hold now (flight mode) or what is committed so far (stream mode).
+  bool Snapshot(std::string* error = nullptr);
+  SessionStats Stats() const;
+  const std::string& output_dir() const { return output_dir_; }
+
+ private:
+  explicit Session(std::string output_dir) : output_dir_(std::move(output_dir)) {}
+  std::string output_dir_;
+  bool stopped_ = false;
+};
+
+// Parses "64k", "4M", "1048576". Returns false on bad input.
+bool ParseSize(const std::string& text, std::size_t* out);
+
+}  // namespace hush
+
+#endif  // HUSHTRACE_SESSION_H_

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Installs what building and testing hushtrace needs on Debian 12. Idempotent.
+set -euo pipefail
+exec "$(dirname "$0")/ensure-packages.sh" \
+  cmake ninja-build g++ clang clang-format clang-tidy \
+  libgtest-dev libgmock-dev googletest libbenchmark-dev \
+  babeltrace2 libbabeltrace2-dev valgrind pkg-config libclang-rt-14-dev python3

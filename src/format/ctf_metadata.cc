@@ -1,0 +1,117 @@
+#include "format/ctf_metadata.h"
+
+#include <cstdio>
+#include <string_view>
+
+namespace hush::format {
+namespace {
+
+// TSDL string literals: escape quotes, backslashes and control characters.
+std::string Quote(std::string_view s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+// TSDL identifiers: field names come from C++ identifiers, but be defensive.
+std::string Identifier(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    out += ok ? c : '_';
+  }
+  if (out.empty() || (out[0] >= '0' && out[0] <= '9')) out = "_" + out;
+  return out;
+}
+
+std::string FieldDeclaration(const registry::FieldInfo& f) {
+  const std::string name = Identifier(f.name);
+  const std::string& t = f.type;
+  if (t == "str") return "\t\tstring { encoding = UTF8; } " + name + ";\n";
+  if (t == "bytes") {
+    return "\t\tuint32_t _" + name + "_length;\n\t\tuint8_t " + name + "[_" + name + "_length];\n";
+  }
+  if (t == "bool") return "\t\tenum : uint8_t { \"false\" = 0, \"true\" = 1 } " + name + ";\n";
+  if (t == "phase") return "\t\tenum : uint8_t { begin = 0, end = 1 } " + name + ";\n";
+  if (t == "f32") return "\t\tfloating_point { exp_dig = 8; mant_dig = 24; align = 8; } " + name + ";\n";
+  if (t == "f64") return "\t\tfloating_point { exp_dig = 11; mant_dig = 53; align = 8; } " + name + ";\n";
+  // Integers: i8..i64, u8..u64.
+  const char* prefix = t[0] == 'i' ? "int" : "uint";
+  return "\t\t" + std::string(prefix) + t.substr(1) + "_t " + name + ";\n";
+}
+
+}  // namespace
+
+std::string UuidToString(const std::uint8_t u[16]) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf,
+                "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
+                u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14],
+                u[15]);
+  return buf;
+}
+
+std::string BuildMetadata(const TraceInfo& info, const std::vector<const registry::Event*>& events) {
+  const std::string uuid = UuidToString(info.uuid);
+  std::string m = "/* CTF 1.8 */\n\n";
+  for (int bits : {8, 16, 32, 64}) {
+    const std::string b = std::to_string(bits);
+    m += "typealias integer { size = " + b + "; align = 8; signed = false; } := uint" + b + "_t;\n";
+    m += "typealias integer { size = " + b + "; align = 8; signed = true; } := int" + b + "_t;\n";
+  }
+  m += "\ntrace {\n\tmajor = 1;\n\tminor = 8;\n\tuuid = \"" + uuid + "\";\n\tbyte_order = le;\n";
+  m += "\tpacket.header := struct {\n\t\tuint32_t magic;\n\t\tuint8_t uuid[16];\n"
+       "\t\tuint32_t stream_id;\n\t\tuint64_t stream_instance_id;\n\t};\n};\n\n";
+  m += "env {\n\tdomain = \"ust\";\n\ttracer_name = \"hushtrace\";\n\ttracer_major = 0;\n"
+       "\ttracer_minor = 1;\n";
+  m += "\tvpid = " + std::to_string(info.pid) + ";\n";
+  m += "\tprocname = " + Quote(info.procname) + ";\n";
+  m += "\thostname = " + Quote(info.hostname) + ";\n";
+  m += "\thushtrace_mode = " + Quote(info.mode) + ";\n";
+  m += "\thushtrace_clock_source = " + Quote(info.clock.use_tsc ? "tsc" : "monotonic") + ";\n";
+  m += "\thushtrace_clock_freq_source = " + Quote(info.clock.freq_source) + ";\n};\n\n";
+  m += "clock {\n\tname = \"hush_clock\";\n\tuuid = \"" + uuid + "\";\n";
+  m += "\tdescription = " +
+       Quote(info.clock.use_tsc ? "TSC, calibrated to CLOCK_REALTIME" : "CLOCK_MONOTONIC") + ";\n";
+  m += "\tfreq = " + std::to_string(info.clock.freq_hz) + ";\n";
+  m += "\tprecision = " + std::to_string(info.clock.use_tsc ? 100 : 1) + ";\n";
+  m += "\toffset_s = " + std::to_string(info.clock.offset_s) + ";\n";
+  m += "\toffset = " + std::to_string(info.clock.offset_cycles) + ";\n";
+  m += "\tabsolute = FALSE;\n};\n\n";
+  m += "typealias integer { size = 24; align = 8; signed = false; map = clock.hush_clock.value; } "
+       ":= uint24_clock_t;\n";
+  m += "typealias integer { size = 64; align = 8; signed = false; map = clock.hush_clock.value; } "
+       ":= uint64_clock_t;\n\n";
+  m += "stream {\n\tid = 0;\n\tevent.header := struct {\n"
+       "\t\tenum : uint8_t { compact = 0 ... 254, extended = 255 } id;\n"
+       "\t\tvariant <id> {\n\t\t\tstruct { uint24_clock_t timestamp; } compact;\n"
+       "\t\t\tstruct { uint32_t id; uint64_clock_t timestamp; } extended;\n\t\t} v;\n\t};\n";
+  m += "\tpacket.context := struct {\n\t\tuint64_clock_t timestamp_begin;\n"
+       "\t\tuint64_clock_t timestamp_end;\n\t\tuint64_t content_size;\n\t\tuint64_t packet_size;\n"
+       "\t\tuint64_t packet_seq_num;\n\t\tuint64_t events_discarded;\n"
+       "\t\tuint64_t events_overwritten;\n\t\tuint32_t vpid;\n\t\tuint32_t vtid;\n"
+       "\t\tinteger { size = 8; align = 8; signed = false; encoding = UTF8; } thread_name[16];\n"
+       "\t};\n};\n\n";
+  for (const registry::Event* e : events) {
+    m += "event {\n\tname = " + Quote(e->meta.FullName()) + ";\n";
+    m += "\tid = " + std::to_string(e->id) + ";\n\tstream_id = 0;\n\tloglevel = 13;\n";
+    m += "\tmodel.emf.uri = " + Quote(registry::KindName(e->meta.kind)) + ";\n";
+    m += "\tfields := struct {\n";
+    for (const registry::FieldInfo& f : e->meta.fields) m += FieldDeclaration(f);
+    m += "\t};\n};\n\n";
+  }
+  return m;
+}
+
+}  // namespace hush::format

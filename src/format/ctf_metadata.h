@@ -1,0 +1,28 @@
+// Writes the CTF 1.8 TSDL metadata of a trace (docs/format.md, section 2).
+#ifndef HUSHTRACE_SRC_FORMAT_CTF_METADATA_H_
+#define HUSHTRACE_SRC_FORMAT_CTF_METADATA_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "clock/clock.h"
+#include "registry/registry.h"
+
+namespace hush::format {
+
+struct TraceInfo {
+  std::uint8_t uuid[16] = {};
+  std::uint32_t pid = 0;
+  std::string procname;
+  std::string hostname;
+  std::string mode;  // "stream" | "flight"
+  clock::Calibration clock;
+};
+
+std::string UuidToString(const std::uint8_t uuid[16]);
+std::string BuildMetadata(const TraceInfo& info, const std::vector<const registry::Event*>& events);
+
+}  // namespace hush::format
+
+#endif  // HUSHTRACE_SRC_FORMAT_CTF_METADATA_H_

@@ -1,0 +1,304 @@
+// Ring buffer: packet open/close on the producer side, packet write-out on the consumer side.
+// See ring_buffer.h for who calls what and ring_layout.h for the shared words.
+#include "ring/ring_buffer.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <new>
+
+namespace hush::ring {
+namespace {
+
+template <typename T>
+T LoadField(const char* packet, std::size_t offset) {
+  T v;
+  std::memcpy(&v, packet + offset, sizeof v);
+  return v;
+}
+template <typename T>
+void StoreField(char* packet, std::size_t offset, T v) {
+  std::memcpy(packet + offset, &v, sizeof v);
+}
+
+constexpr std::size_t kOffTsBegin = offsetof(PacketHeader, timestamp_begin);
+constexpr std::size_t kOffTsEnd = offsetof(PacketHeader, timestamp_end);
+constexpr std::size_t kOffContent = offsetof(PacketHeader, content_size);
+constexpr std::size_t kOffPacketSize = offsetof(PacketHeader, packet_size);
+constexpr std::size_t kOffSeq = offsetof(PacketHeader, packet_seq_num);
+constexpr std::size_t kOffDiscarded = offsetof(PacketHeader, events_discarded);
+constexpr std::size_t kOffOverwritten = offsetof(PacketHeader, events_overwritten);
+
+int WriteAll(int fd, const char* data, std::size_t len) {
+  while (len > 0) {
+    const ssize_t n = ::write(fd, data, len);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    if (n == 0) return ENOSPC;
+    data += n;
+    len -= static_cast<std::size_t>(n);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Ring::Ring(std::uint32_t index, const RingConfig& config, void* mapping, std::size_t mapping_size,
+           bool owns_mapping)
+    : index_(index),
+      subbuf_size_(config.subbuf_size),
+      subbuf_count_(config.subbuf_count),
+      mode_(config.mode),
+      mapping_(mapping),
+      mapping_size_(mapping_size),
+      owns_mapping_(owns_mapping),
+      header_(static_cast<RingHeader*>(mapping)),
+      data_(static_cast<char*>(mapping) + kRingHeaderSize),
+      scratch_(new char[config.subbuf_size]) {
+  InitHeader(config);
+}
+
+Ring::~Ring() {
+  if (owns_mapping_) {
+    ::munmap(mapping_, mapping_size_);
+  } else {
+    ::operator delete(mapping_, std::align_val_t{4096});
+  }
+}
+
+void Ring::InitHeader(const RingConfig& config) {
+  RingHeader* h = new (mapping_) RingHeader{};
+  std::memcpy(h->magic, kRingMagic, sizeof kRingMagic);
+  h->version = kRingVersion;
+  h->subbuf_count = config.subbuf_count;
+  h->subbuf_size = config.subbuf_size;
+  h->stream_index = index_;
+  h->mode = config.mode;
+  h->pid = config.pid;
+  std::memcpy(h->uuid, config.uuid, sizeof h->uuid);
+}
+
+std::unique_ptr<Ring> Ring::Create(int ring_dirfd, std::uint32_t index, const RingConfig& config,
+                                   std::string* error) {
+  const std::string name = "ring_" + std::to_string(index);
+  const int fd = ::openat(ring_dirfd, name.c_str(),
+                          O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    *error = "cannot create ring file " + name + ": " + std::strerror(errno);
+    return nullptr;
+  }
+  const std::size_t size = kRingHeaderSize + config.subbuf_size * config.subbuf_count;
+  if (::ftruncate(fd, static_cast<off_t>(size)) != 0) {
+    *error = "cannot size ring file " + name + ": " + std::strerror(errno);
+    ::close(fd);
+    return nullptr;
+  }
+  void* mapping = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (mapping == MAP_FAILED) {
+    *error = "cannot map ring file " + name + ": " + std::strerror(errno);
+    return nullptr;
+  }
+  return std::unique_ptr<Ring>(new Ring(index, config, mapping, size, true));
+}
+
+std::unique_ptr<Ring> Ring::CreateInMemory(std::uint32_t index, const RingConfig& config) {
+  const std::size_t size = kRingHeaderSize + config.subbuf_size * config.subbuf_count;
+  void* mapping = ::operator new(size, std::align_val_t{4096});
+  std::memset(mapping, 0, size);
+  return std::unique_ptr<Ring>(new Ring(index, config, mapping, size, false));
+}
+
+bool Ring::OpenPacket(internal::ThreadWriter& w, std::uint64_t ts, std::uint32_t tid,
+                      const char* thread_name) {
+  const std::uint64_t n = header_->produced.load(std::memory_order_relaxed);  // producer-owned
+  const std::uint32_t slot = static_cast<std::uint32_t>(n % subbuf_count_);
+  if (mode_ == RingMode::kStream) {
+    // Acquire: pairs with the consumer's release of `consumed`; the consumer's reads of the old
+    // packet happen before we overwrite it.
+    if (n - header_->consumed.load(std::memory_order_acquire) >= subbuf_count_) return false;
+  } else if (n >= subbuf_count_) {
+    // Flight mode: packet n - K is overwritten; its events are lost and counted exactly.
+    const std::uint64_t lost = header_->packet_events[slot].load(std::memory_order_relaxed);
+    header_->overwritten.store(header_->overwritten.load(std::memory_order_relaxed) + lost,
+                               std::memory_order_relaxed);
+    // Seqlock writer side: a snapshot reader that copied bytes we write below re-reads
+    // `produced` after an acquire fence and sees n (published by the previous close with
+    // release, ordered before these writes by this fence), so it drops its copy.
+    std::atomic_thread_fence(std::memory_order_release);
+  }
+  char* p = packet(n);
+  PacketHeader h{};
+  h.magic = kCtfMagic;
+  std::memcpy(h.uuid, header_->uuid, sizeof h.uuid);
+  h.stream_id = 0;
+  h.stream_instance_id = index_;
+  h.timestamp_begin = ts;
+  h.timestamp_end = ts;
+  h.content_size = kPacketHeaderSize * 8;
+  h.packet_size = subbuf_size_ * 8;
+  h.packet_seq_num = n;
+  h.events_discarded = header_->discarded.load(std::memory_order_relaxed);
+  h.events_overwritten = header_->overwritten.load(std::memory_order_relaxed);
+  h.vpid = header_->pid;
+  h.vtid = tid;
+  std::memcpy(h.thread_name, thread_name, strnlen(thread_name, sizeof h.thread_name));
+  std::memcpy(p, &h, sizeof h);
+
+  w.pos = p + kPacketHeaderSize;
+  w.last_ts = ts;
+  w.packet_events = 0;
+  w.commit = &header_->commit;
+  w.commit_base = data_;
+  w.ring = this;
+  header_->owner_tid.store(tid, std::memory_order_relaxed);
+  // Release: a flusher that reads this offset sees the packet header written above.
+  header_->commit.timestamp.store(ts, std::memory_order_relaxed);
+  header_->commit.offset.store(static_cast<std::uint64_t>(w.pos - data_), std::memory_order_release);
+  packet_end_ = p + subbuf_size_;
+  w.end.store(packet_end_, std::memory_order_relaxed);
+  open_ = true;
+  return true;
+}
+
+void Ring::ClosePacket(internal::ThreadWriter& w, std::uint64_t ts_end) {
+  if (!open_) return;
+  const std::uint64_t n = header_->produced.load(std::memory_order_relaxed);
+  char* p = packet(n);
+  last_end_ts_ = std::max(ts_end, w.last_ts);
+  StoreField<std::uint64_t>(p, kOffTsEnd, last_end_ts_);
+  StoreField<std::uint64_t>(p, kOffContent, static_cast<std::uint64_t>(w.pos - p) * 8);
+  StoreField<std::uint64_t>(p, kOffDiscarded, header_->discarded.load(std::memory_order_relaxed));
+  StoreField<std::uint64_t>(p, kOffOverwritten,
+                            header_->overwritten.load(std::memory_order_relaxed));
+  header_->packet_events[n % subbuf_count_].store(w.packet_events, std::memory_order_relaxed);
+  header_->events.store(header_->events.load(std::memory_order_relaxed) + w.packet_events,
+                        std::memory_order_relaxed);
+  // Publish: pairs with the acquire load of `produced` in WriteNew(); the consumer that sees n+1
+  // sees every byte of packet n.
+  header_->produced.store(n + 1, std::memory_order_release);
+  w.end.store(nullptr, std::memory_order_relaxed);
+  w.pos = nullptr;
+  w.packet_events = 0;
+  open_ = false;
+}
+
+std::size_t Ring::CopyPacket(std::uint64_t seq, std::size_t from, std::size_t to) {
+  const char* src = packet(seq);
+  std::memcpy(scratch_.get(), src, kPacketHeaderSize);
+  if (to > from) std::memcpy(scratch_.get() + kPacketHeaderSize, src + from, to - from);
+  if (mode_ == RingMode::kFlight) {
+    // Seqlock reader side: pairs with the release fence in OpenPacket().
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (header_->produced.load(std::memory_order_relaxed) >= seq + subbuf_count_) return 0;
+  }
+  return kPacketHeaderSize + (to - from);
+}
+
+int Ring::WriteCopy(int fd, std::size_t len) {
+  StoreField<std::uint64_t>(scratch_.get(), kOffContent, len * 8);
+  StoreField<std::uint64_t>(scratch_.get(), kOffPacketSize, len * 8);
+  StoreField<std::uint64_t>(scratch_.get(), kOffSeq, disk_seq_);
+  // On disk, events_discarded counts every lost event (discarded and overwritten), so that CTF
+  // readers report all of them; events_overwritten keeps the overwritten part alone.
+  const auto discarded = LoadField<std::uint64_t>(scratch_.get(), kOffDiscarded);
+  const auto overwritten = LoadField<std::uint64_t>(scratch_.get(), kOffOverwritten);
+  StoreField<std::uint64_t>(scratch_.get(), kOffDiscarded, discarded + overwritten);
+  const int err = WriteAll(fd, scratch_.get(), len);
+  if (err == 0) {
+    ++disk_seq_;
+    header_->bytes_written.store(header_->bytes_written.load(std::memory_order_relaxed) + len,
+                                 std::memory_order_relaxed);
+  }
+  return err;
+}
+
+WriteResult Ring::WriteNew(int fd, std::uint64_t now, bool include_open) {
+  WriteResult result;
+  // Acquire: pairs with the release in ClosePacket(); packets below `produced` are complete.
+  const std::uint64_t produced = header_->produced.load(std::memory_order_acquire);
+  if (mode_ == RingMode::kFlight && produced >= subbuf_count_ &&
+      next_seq_ < produced - subbuf_count_ + 1) {
+    next_seq_ = produced - subbuf_count_ + 1;  // older packets were overwritten (and counted)
+    next_offset_ = 0;
+  }
+  for (; next_seq_ < produced; ++next_seq_, next_offset_ = 0) {
+    const char* src = packet(next_seq_);
+    const std::size_t content = LoadField<std::uint64_t>(src, kOffContent) / 8;
+    const std::size_t from = std::max(next_offset_, kPacketHeaderSize);
+    if (content < kPacketHeaderSize || content > subbuf_size_) break;  // corrupt: stop here
+    const std::size_t len = CopyPacket(next_seq_, from, content);
+    if (len == 0) continue;  // overwritten while copying: lost, counted by the producer
+    if (next_offset_ != 0) StoreField<std::uint64_t>(scratch_.get(), kOffTsBegin, next_begin_);
+    const std::uint32_t events =
+        header_->packet_events[next_seq_ % subbuf_count_].load(std::memory_order_relaxed);
+    if (len > kPacketHeaderSize) {
+      if (const int err = WriteCopy(fd, len); err != 0) {
+        if (result.error == 0) result.error = err;
+        write_lost_events_ += events;
+      } else {
+        ++result.packets;
+        result.bytes += len;
+      }
+    }
+    if (mode_ == RingMode::kStream) {
+      // Release: pairs with the acquire in OpenPacket(); our reads of this packet are done.
+      header_->consumed.store(next_seq_ + 1, std::memory_order_release);
+    }
+  }
+  if (!include_open || next_seq_ != produced) return result;
+
+  // The open packet: everything committed so far. Acquire pairs with the release stores of
+  // `commit` in Commit() and OpenPacket().
+  std::uint64_t commit = header_->commit.offset.load(std::memory_order_acquire);
+  std::uint64_t last_ts = 0;
+  for (int attempt = 0;; ++attempt) {
+    last_ts = header_->commit.timestamp.load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    const std::uint64_t again = header_->commit.offset.load(std::memory_order_relaxed);
+    if (again == commit) break;  // last_ts is the last committed event's or the one in flight
+    if (attempt == 8) return result;  // the writer is busy: take this packet on the next call
+    commit = again;
+  }
+  const std::uint64_t packet_start = (produced % subbuf_count_) * subbuf_size_;
+  if (commit < packet_start + kPacketHeaderSize || commit > packet_start + subbuf_size_) {
+    return result;  // no packet open yet (or it is being switched): nothing committed in it
+  }
+  const std::size_t end = static_cast<std::size_t>(commit - packet_start);
+  const std::size_t from = std::max(next_offset_, kPacketHeaderSize);
+  if (end <= from) return result;
+  const std::uint64_t seq_at_copy = produced;
+  std::size_t len = CopyPacket(produced, from, end);
+  if (header_->produced.load(std::memory_order_acquire) != seq_at_copy &&
+      mode_ == RingMode::kFlight) {
+    len = 0;  // being overwritten right now; next call writes it as a closed packet
+  }
+  if (len == 0) return result;
+  if (next_offset_ != 0) StoreField<std::uint64_t>(scratch_.get(), kOffTsBegin, next_begin_);
+  StoreField<std::uint64_t>(scratch_.get(), kOffTsEnd, std::max(now, last_ts));
+  StoreField<std::uint64_t>(scratch_.get(), kOffDiscarded,
+                            header_->discarded.load(std::memory_order_relaxed));
+  StoreField<std::uint64_t>(scratch_.get(), kOffOverwritten,
+                            header_->overwritten.load(std::memory_order_relaxed));
+  if (const int err = WriteCopy(fd, len); err != 0) {
+    if (result.error == 0) result.error = err;
+    return result;
+  }
+  ++result.packets;
+  result.bytes += len;
+  // The rest of this packet restarts the reader's clock at the last event written now (or at the
+  // next event, in flight while we read): never after the first event of the rest.
+  next_offset_ = end;
+  next_begin_ = last_ts;
+  return result;
+}
+
+}  // namespace hush::ring

@@ -1,0 +1,121 @@
+// Ring buffer of CTF packets for one thread at a time (layout: ring_layout.h).
+//
+// Producer-side calls (OpenPacket, ClosePacket, CountDiscarded) run on the owning thread only,
+// from the out-of-line slow path. Consumer-side calls (WriteClosedPackets, WriteOpenPacket,
+// WriteFlightContents) run on the session's consumer thread or on the thread stopping the session.
+// The only shared words are `produced`, `consumed` and `commit` (ring_layout.h); the statistics are
+// relaxed atomics whose readers tolerate a slightly stale value.
+#ifndef HUSHTRACE_SRC_RING_RING_BUFFER_H_
+#define HUSHTRACE_SRC_RING_RING_BUFFER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "hushtrace/internal/thread_writer.h"
+#include "ring/ring_layout.h"
+
+namespace hush::ring {
+
+struct RingConfig {
+  std::size_t subbuf_size = 64 * 1024;
+  std::uint32_t subbuf_count = 8;
+  RingMode mode = RingMode::kStream;
+  std::uint8_t uuid[16] = {};
+  std::uint32_t pid = 0;
+};
+
+// Output of a consumer-side write: how many packets/bytes went out and whether writing failed.
+struct WriteResult {
+  std::uint64_t packets = 0;
+  std::uint64_t bytes = 0;
+  int error = 0;  // errno of the first failed write, 0 if none
+};
+
+class Ring {
+ public:
+  // Creates and maps `ring_<index>` in the directory `ring_dirfd` (0600, O_EXCL, O_NOFOLLOW).
+  static std::unique_ptr<Ring> Create(int ring_dirfd, std::uint32_t index, const RingConfig& config,
+                                      std::string* error);
+  // Maps an existing ring (for tests and recovery) over caller-provided memory.
+  static std::unique_ptr<Ring> CreateInMemory(std::uint32_t index, const RingConfig& config);
+  ~Ring();
+
+  Ring(const Ring&) = delete;
+  Ring& operator=(const Ring&) = delete;
+
+  // --- producer (owning thread) ---
+  // Opens packet number `produced` at timestamp `ts` and points `w` at it. Returns false when
+  // the sub-buffer is still unconsumed (stream mode): the caller discards and counts. `ts` must
+  // not be older than LastEndTimestamp().
+  bool OpenPacket(internal::ThreadWriter& w, std::uint64_t ts, std::uint32_t tid,
+                  const char* thread_name);
+  // Closes the open packet (if any) at `ts_end` and publishes it.
+  void ClosePacket(internal::ThreadWriter& w, std::uint64_t ts_end);
+  bool HasOpenPacket() const { return open_; }
+  std::uint64_t LastEndTimestamp() const { return last_end_ts_; }
+  // Free bytes left in the open packet (0 if none is open).
+  std::size_t Room(const internal::ThreadWriter& w) const {
+    return open_ ? static_cast<std::size_t>(packet_end_ - w.pos) : 0;
+  }
+  void CountDiscarded(std::uint64_t n) {
+    header_->discarded.store(header_->discarded.load(std::memory_order_relaxed) + n,
+                             std::memory_order_relaxed);
+  }
+  // Largest payload an event may have to fit in an empty packet (extended header included).
+  std::size_t MaxEventSize() const { return subbuf_size_ - kPacketHeaderSize; }
+
+  // --- consumer (one thread at a time; the session serializes callers) ---
+  // Writes to `fd` every packet not yet written: closed packets, then (if `include_open`) the
+  // part of the open packet committed so far, closed at `now`. Stream mode releases closed
+  // packets to the producer. Flight mode skips packets already overwritten (the producer counted
+  // their events) and validates each copy against a concurrent overwrite, seqlock style.
+  // A packet written in parts (open, then later closed) continues as a new packet whose
+  // timestamp_begin is the `now` of the earlier part, which keeps compact timestamps exact.
+  WriteResult WriteNew(int fd, std::uint64_t now, bool include_open);
+  // Events lost because writing failed (disk full...), counted by WriteNew.
+  std::uint64_t write_lost_events() const { return write_lost_events_; }
+
+  RingHeader& header() { return *header_; }
+  const RingHeader& header() const { return *header_; }
+  std::uint32_t index() const { return index_; }
+  std::uint32_t subbuf_count() const { return subbuf_count_; }
+  std::size_t subbuf_size() const { return subbuf_size_; }
+  char* packet(std::uint64_t seq) { return data_ + (seq % subbuf_count_) * subbuf_size_; }
+
+ private:
+  Ring(std::uint32_t index, const RingConfig& config, void* mapping, std::size_t mapping_size,
+       bool owns_mapping);
+  void InitHeader(const RingConfig& config);
+  // Copies bytes [from, to) of packet `seq` into scratch_ (header included) and checks that the
+  // producer did not start overwriting it meanwhile. Returns the copy length or 0.
+  std::size_t CopyPacket(std::uint64_t seq, std::size_t from, std::size_t to);
+  int WriteCopy(int fd, std::size_t len);
+
+  std::uint32_t index_;
+  std::size_t subbuf_size_;
+  std::uint32_t subbuf_count_;
+  RingMode mode_;
+  void* mapping_;
+  std::size_t mapping_size_;
+  bool owns_mapping_;
+  RingHeader* header_;
+  char* data_;
+  bool open_ = false;           // producer-private: a packet is open
+  char* packet_end_ = nullptr;  // producer-private: end of the open packet
+  // Producer-private (handed between threads under the session mutex): timestamp_end of the last
+  // closed packet. Packets of one stream never go back in time, even across owner threads.
+  std::uint64_t last_end_ts_ = 0;
+  // Consumer-private state.
+  std::unique_ptr<char[]> scratch_;       // one packet
+  std::uint64_t next_seq_ = 0;            // first ring packet not completely written
+  std::size_t next_offset_ = 0;           // bytes of packet next_seq_ already written (0: none)
+  std::uint64_t next_begin_ = 0;          // timestamp_begin for the rest of packet next_seq_
+  std::uint64_t disk_seq_ = 0;            // packet_seq_num of the next packet written to disk
+  std::uint64_t write_lost_events_ = 0;
+};
+
+}  // namespace hush::ring
+
+#endif  // HUSHTRACE_SRC_RING_RING_BUFFER_H_

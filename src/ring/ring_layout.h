@@ -1,0 +1,89 @@
+// Shared-memory and on-disk layout of a ring buffer and of its packets.
+//
+// A ring is a file `.ring/ring_<N>` in the trace directory, mapped MAP_SHARED by the traced
+// process. Whatever the process committed survives its death in the page cache, so a crashed
+// trace can be recovered from the file alone (docs/format.md, section 4).
+//
+//   file offset 0        RingHeader (kRingHeaderSize bytes)
+//   kRingHeaderSize      sub-buffer 0 = one CTF packet of `subbuf_size` bytes
+//   + subbuf_size        sub-buffer 1
+//   ...                  sub-buffer subbuf_count - 1
+//
+// Packet n (n = packet_seq_num) lives in sub-buffer n % subbuf_count. The producer (owning
+// thread) opens packets in order; `produced` counts closed packets, so the open packet is number
+// `produced`. In stream mode the consumer thread writes closed packets to stream_<N> and advances
+// `consumed`; the producer never opens packet n while n - consumed >= subbuf_count (it discards and
+// counts instead). In flight mode the producer overwrites the oldest packet and counts its events.
+#ifndef HUSHTRACE_SRC_RING_RING_LAYOUT_H_
+#define HUSHTRACE_SRC_RING_RING_LAYOUT_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "hushtrace/internal/thread_writer.h"
+
+namespace hush::ring {
+
+inline constexpr char kRingMagic[8] = {'H', 'U', 'S', 'H', 'R', 'N', 'G', '1'};
+inline constexpr std::uint32_t kRingVersion = 1;
+inline constexpr std::size_t kRingHeaderSize = 4096;
+inline constexpr std::uint32_t kMaxSubbufCount = 256;
+inline constexpr std::uint32_t kMinSubbufCount = 2;
+inline constexpr std::size_t kMinSubbufSize = 4096;
+
+// CTF packet header + context: fixed offsets (docs/format.md, section 3).
+inline constexpr std::uint32_t kCtfMagic = 0xC1FC1FC1;
+struct PacketHeader {
+  std::uint32_t magic;
+  std::uint8_t uuid[16];
+  std::uint32_t stream_id;
+  std::uint64_t stream_instance_id;
+  std::uint64_t timestamp_begin;
+  std::uint64_t timestamp_end;
+  std::uint64_t content_size;  // bits
+  std::uint64_t packet_size;   // bits
+  std::uint64_t packet_seq_num;
+  std::uint64_t events_discarded;
+  std::uint64_t events_overwritten;
+  std::uint32_t vpid;
+  std::uint32_t vtid;
+  char thread_name[16];
+} __attribute__((packed));
+static_assert(sizeof(PacketHeader) == 112);
+static_assert(offsetof(PacketHeader, timestamp_begin) == 32);
+static_assert(offsetof(PacketHeader, content_size) == 48);
+static_assert(offsetof(PacketHeader, packet_seq_num) == 64);
+static_assert(offsetof(PacketHeader, vtid) == 92);
+inline constexpr std::size_t kPacketHeaderSize = sizeof(PacketHeader);
+
+enum class RingMode : std::uint32_t { kStream = 0, kFlight = 1 };
+
+struct RingHeader {
+  char magic[8];
+  std::uint32_t version;
+  std::uint32_t subbuf_count;
+  std::uint64_t subbuf_size;
+  std::uint64_t stream_index;
+  RingMode mode;
+  std::uint32_t pid;
+  std::uint8_t uuid[16];
+  // Producer side. Written by the owning thread only.
+  alignas(64) std::atomic<std::uint64_t> produced;  // closed packets; release, pairs with consumer
+  internal::CommitWord commit;            // end offset and timestamp of the last committed event
+  std::atomic<std::uint64_t> discarded;   // cumulative discarded events (relaxed: statistics)
+  std::atomic<std::uint64_t> overwritten; // cumulative overwritten events (relaxed: statistics)
+  std::atomic<std::uint64_t> events;      // committed events in closed packets (relaxed)
+  std::atomic<std::uint32_t> owner_tid;   // 0 when no thread owns the ring
+  // Consumer side. Written by the consumer (stream mode) only.
+  alignas(64) std::atomic<std::uint64_t> consumed;  // release, pairs with the producer's acquire
+  std::atomic<std::uint64_t> bytes_written;
+  // Events in each sub-buffer's packet, written by the producer when it closes the packet.
+  alignas(64) std::atomic<std::uint32_t> packet_events[kMaxSubbufCount];
+};
+static_assert(sizeof(RingHeader) <= kRingHeaderSize);
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
+
+}  // namespace hush::ring
+
+#endif  // HUSHTRACE_SRC_RING_RING_LAYOUT_H_

@@ -1,0 +1,343 @@
+// Session start/stop, the consumer thread and trace-directory management.
+#include "session/core.h"
+
+#include <fcntl.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+namespace hush::session {
+
+std::atomic<Core*> Core::active_{nullptr};
+std::atomic<std::uint64_t> Core::next_generation_{1};
+
+registry::Registry& GlobalRegistry() {
+  static registry::Registry* registry = new registry::Registry();  // never destroyed: see core.h
+  return *registry;
+}
+
+namespace {
+
+std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+// Creates `path` as a 0700 directory, or accepts an existing empty directory owned by us.
+// Returns an O_DIRECTORY|O_NOFOLLOW descriptor, so a symlink planted at `path` is refused.
+int CreateTraceDirectory(const std::string& path, std::string* error) {
+  if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
+    *error = Errno("cannot create trace directory " + path);
+    return -1;
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    *error = Errno("cannot open trace directory " + path);
+    return -1;
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || st.st_uid != ::geteuid()) {
+    *error = "trace directory " + path + " is not owned by this user";
+    ::close(fd);
+    return -1;
+  }
+  if ((st.st_mode & 077) != 0) ::fchmod(fd, 0700);
+  if (::faccessat(fd, "metadata", F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+    *error = "trace directory " + path + " already holds a trace";
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool WriteFileAt(int dirfd, const char* name, const std::string& content, std::string* error) {
+  const std::string tmp = std::string(".") + name + ".tmp";
+  const int fd = ::openat(dirfd, tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    *error = Errno(std::string("cannot write ") + name);
+    return false;
+  }
+  const char* p = content.data();
+  std::size_t left = content.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      *error = Errno(std::string("cannot write ") + name);
+      ::close(fd);
+      ::unlinkat(dirfd, tmp.c_str(), 0);
+      return false;
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  if (::renameat(dirfd, tmp.c_str(), dirfd, name) != 0) {
+    *error = Errno(std::string("cannot rename ") + name);
+    return false;
+  }
+  return true;
+}
+
+std::string ReadComm() {
+  char buf[64] = {};
+  const int fd = ::open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  std::string s(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
+  while (!s.empty() && s.back() == '\n') s.pop_back();
+  return s;
+}
+
+sem_t g_snapshot_sem;
+void OnSnapshotSignal(int) { ::sem_post(&g_snapshot_sem); }  // async-signal-safe
+
+}  // namespace
+
+void Core::WarnOnce(std::atomic<bool>& flag, const char* message) {
+  if (!flag.exchange(true, std::memory_order_relaxed)) std::fprintf(stderr, "hushtrace: %s\n", message);
+}
+
+bool Core::Start(const SessionOptions& options, std::string* error) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (Active() != nullptr) {
+    *error = "a session is already active in this process";
+    return false;
+  }
+  options_ = options;
+  if (options_.buffer_size < 16 * 1024) {
+    *error = "buffer size must be at least 16k";
+    return false;
+  }
+  // Sub-buffers: 8 of them, each at least 4 KiB and a multiple of 4 KiB, at most 1 MiB.
+  subbuf_count_ = 8;
+  subbuf_size_ = (options_.buffer_size / subbuf_count_) & ~std::size_t{4095};
+  if (subbuf_size_ > (1u << 20)) {
+    subbuf_size_ = 1u << 20;
+    subbuf_count_ = static_cast<std::uint32_t>(std::min<std::size_t>(
+        options_.buffer_size / subbuf_size_, ring::kMaxSubbufCount));
+  }
+  output_dir_ = options_.output_dir;
+  dirfd_ = CreateTraceDirectory(output_dir_, error);
+  if (dirfd_ < 0) return false;
+  if (::mkdirat(dirfd_, ".ring", 0700) != 0 && errno != EEXIST) {
+    *error = Errno("cannot create " + output_dir_ + "/.ring");
+    return false;
+  }
+  ring_dirfd_ = ::openat(dirfd_, ".ring", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (ring_dirfd_ < 0) {
+    *error = Errno("cannot open " + output_dir_ + "/.ring");
+    return false;
+  }
+  if (::getrandom(info_.uuid, sizeof info_.uuid, 0) != sizeof info_.uuid) {
+    for (auto& b : info_.uuid) b = static_cast<std::uint8_t>(std::rand());
+  }
+  info_.uuid[6] = static_cast<std::uint8_t>((info_.uuid[6] & 0x0f) | 0x40);
+  info_.uuid[8] = static_cast<std::uint8_t>((info_.uuid[8] & 0x3f) | 0x80);
+  info_.pid = static_cast<std::uint32_t>(::getpid());
+  info_.procname = ReadComm();
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  info_.hostname = host;
+  info_.mode = options_.mode == Mode::kFlight ? "flight" : "stream";
+  calibration_ = clock::Calibrate();
+  info_.clock = calibration_;
+  generation_ = next_generation_.fetch_add(1, std::memory_order_relaxed);
+
+  registry::Registry& registry = GlobalRegistry();
+  registry.Scan();
+  registry.ResetIds();
+  // Publish the session before enabling events: a thread that sees an enabled event and takes
+  // the slow path must find the session (acquire in Active() pairs with this release).
+  active_.store(this, std::memory_order_release);
+  registry.Enable(options_.events);
+  if (!WriteMetadata(error)) {
+    registry.DisableAll();
+    active_.store(nullptr, std::memory_order_release);
+    return false;
+  }
+  if (options_.mode == Mode::kStream) {
+    consumer_ = std::thread([this] { ConsumerLoop(); });
+  } else {
+    static std::once_flag signal_once;
+    std::call_once(signal_once, [] {
+      ::sem_init(&g_snapshot_sem, 0, 0);
+      struct sigaction sa = {};
+      sa.sa_handler = OnSnapshotSignal;
+      sa.sa_flags = SA_RESTART;
+      sigemptyset(&sa.sa_mask);
+      ::sigaction(SIGUSR2, &sa, nullptr);
+    });
+    consumer_ = std::thread([this] { SignalLoop(); });
+  }
+  return true;
+}
+
+bool Core::WriteMetadata(std::string* error) {
+  info_.clock = calibration_;
+  return WriteFileAt(dirfd_, "metadata",
+                     format::BuildMetadata(info_, GlobalRegistry().EventsWithIds()), error);
+}
+
+ring::Ring* Core::Attach(internal::ThreadWriter& w) {
+  // Reuse a free ring (its previous thread exited) before creating one.
+  for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
+    RingSlot& slot = slots_[i];
+    if (slot.writer == nullptr) {
+      slot.writer = &w;
+      return slot.ring.get();
+    }
+  }
+  const std::uint32_t index = ring_count_.load(std::memory_order_relaxed);
+  if (index == kMaxRings) {
+    WarnOnce(warned_alloc_, "too many threads: the thread's events are discarded");
+    return nullptr;
+  }
+  ring::RingConfig config;
+  config.subbuf_size = subbuf_size_;
+  config.subbuf_count = subbuf_count_;
+  config.mode = options_.mode == Mode::kFlight ? ring::RingMode::kFlight : ring::RingMode::kStream;
+  std::memcpy(config.uuid, info_.uuid, sizeof config.uuid);
+  config.pid = info_.pid;
+  std::string error;
+  std::unique_ptr<ring::Ring> r = ring::Ring::Create(ring_dirfd_, index, config, &error);
+  const std::string stream = "stream_" + std::to_string(index);
+  const int fd = r ? ::openat(dirfd_, stream.c_str(),
+                              O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND, 0600)
+                   : -1;
+  if (!r || fd < 0) {
+    if (error.empty()) error = Errno("cannot create " + stream);
+    std::fprintf(stderr, "hushtrace: %s; this thread's events are discarded\n", error.c_str());
+    return nullptr;
+  }
+  RingSlot& slot = slots_[index];
+  slot.ring = std::move(r);
+  slot.stream_fd = fd;
+  slot.writer = &w;
+  // Release: pairs with the acquire in the consumer's loop; it sees a fully built slot.
+  ring_count_.store(index + 1, std::memory_order_release);
+  return slot.ring.get();
+}
+
+ring::Ring* Core::AttachLocked(internal::ThreadWriter& w) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopped_) return nullptr;
+  return Attach(w);
+}
+
+void Core::Detach(internal::ThreadWriter& w) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopped_) return;
+  for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
+    if (slots_[i].writer == &w) {
+      slots_[i].ring->ClosePacket(w, clock::Now(use_tsc()));
+      slots_[i].ring->header().owner_tid.store(0, std::memory_order_relaxed);
+      slots_[i].writer = nullptr;
+    }
+  }
+  w.ring = nullptr;
+  w.generation = 0;
+}
+
+void Core::WakeConsumer() { wake_cv_.notify_one(); }
+
+void Core::WriteAll(bool include_open) {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  const std::uint64_t now = clock::Now(use_tsc());
+  for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_acquire); i < n; ++i) {
+    const ring::WriteResult r = slots_[i].ring->WriteNew(slots_[i].stream_fd, now, include_open);
+    if (r.error != 0) {
+      write_errors_.fetch_add(1, std::memory_order_relaxed);
+      if (!write_error_reported_.exchange(true)) {
+        std::fprintf(stderr, "hushtrace: writing the trace to %s failed (%s); the events are counted lost\n",
+                     output_dir_.c_str(), std::strerror(r.error));
+      }
+    }
+  }
+}
+
+void Core::ConsumerLoop() {
+  std::unique_lock<std::mutex> lock(wake_mu_);
+  while (!stopping_) {
+    wake_cv_.wait_for(lock, std::chrono::milliseconds(50));
+    lock.unlock();
+    WriteAll(false);
+    lock.lock();
+  }
+}
+
+void Core::SignalLoop() {
+  for (;;) {
+    while (::sem_wait(&g_snapshot_sem) != 0 && errno == EINTR) {
+    }
+    {
+      std::lock_guard<std::mutex> lock(wake_mu_);
+      if (stopping_) return;
+    }
+    WriteAll(true);
+  }
+}
+
+bool Core::Snapshot(std::string* error) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopped_) {
+    if (error) *error = "the session is stopped";
+    return false;
+  }
+  WriteAll(true);
+  return true;
+}
+
+void Core::Stop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (stopped_) return;
+  stopped_ = true;
+  GlobalRegistry().DisableAll();
+  active_.store(nullptr, std::memory_order_release);
+  // Force every attached thread off the fast path; its next event re-attaches (or is dropped).
+  for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
+    if (slots_[i].writer != nullptr) slots_[i].writer->end.store(nullptr, std::memory_order_seq_cst);
+  }
+  lock.unlock();
+  {
+    std::lock_guard<std::mutex> wake(wake_mu_);
+    stopping_ = true;
+  }
+  wake_cv_.notify_one();
+  if (options_.mode == Mode::kFlight) ::sem_post(&g_snapshot_sem);
+  if (consumer_.joinable()) consumer_.join();
+  WriteAll(true);
+  lock.lock();
+  clock::Refine(calibration_);
+  std::string error;
+  if (!WriteMetadata(&error)) std::fprintf(stderr, "hushtrace: %s\n", error.c_str());
+  for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
+    ::close(slots_[i].stream_fd);
+    slots_[i].stream_fd = -1;
+  }
+  ::close(ring_dirfd_);
+  ::close(dirfd_);
+}
+
+SessionStats Core::Stats() const {
+  SessionStats s;
+  const std::uint32_t n = ring_count_.load(std::memory_order_acquire);
+  s.rings = n;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const ring::Ring& r = *slots_[i].ring;
+    const ring::RingHeader& h = r.header();
+    s.events_written += h.events.load(std::memory_order_relaxed);
+    s.events_discarded += h.discarded.load(std::memory_order_relaxed);
+    s.events_overwritten += h.overwritten.load(std::memory_order_relaxed);
+    s.bytes_written += h.bytes_written.load(std::memory_order_relaxed);
+    s.events_lost_on_write += r.write_lost_events();
+  }
+  for (const auto* e : GlobalRegistry().EventsWithIds()) s.enabled_events += e->enabled ? 1 : 0;
+  return s;
+}
+
+}  // namespace hush::session

@@ -1,0 +1,99 @@
+// The running session's state, shared by the session API, the slow path and the consumer.
+//
+// Threads and locks:
+//   mu_        attach/detach of threads to rings, start/stop, registry. Never taken by a thread
+//              that is already inside it (checked), so a signal handler cannot self-deadlock.
+//   write_mu_  serializes writers of stream files: the consumer thread, Snapshot(), Stop().
+//   Lock order: mu_ before write_mu_.
+// Rings live in a fixed array published by `ring_count_` (release; readers acquire), so the
+// consumer iterates without mu_. Rings are never unmapped while the process lives: a thread may
+// still be writing into a ring of a stopped session until it notices the new generation.
+#ifndef HUSHTRACE_SRC_SESSION_CORE_H_
+#define HUSHTRACE_SRC_SESSION_CORE_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "clock/clock.h"
+#include "format/ctf_metadata.h"
+#include "hushtrace/internal/thread_writer.h"
+#include "hushtrace/session.h"
+#include "registry/registry.h"
+#include "ring/ring_buffer.h"
+
+namespace hush::session {
+
+inline constexpr std::uint32_t kMaxRings = 4096;
+
+struct RingSlot {
+  std::unique_ptr<ring::Ring> ring;
+  int stream_fd = -1;
+  internal::ThreadWriter* writer = nullptr;  // guarded by mu_; nullptr when free
+};
+
+class Core {
+ public:
+  static Core* Active() { return active_.load(std::memory_order_acquire); }
+
+  bool Start(const SessionOptions& options, std::string* error);
+  void Stop();
+  bool Snapshot(std::string* error);
+  SessionStats Stats() const;
+  const std::string& output_dir() const { return output_dir_; }
+
+  // Slow path helpers (emitting thread).
+  // Gives `w` a ring (takes mu_).
+  ring::Ring* AttachLocked(internal::ThreadWriter& w);
+  void Detach(internal::ThreadWriter& w);  // takes mu_
+  void WakeConsumer();
+  bool use_tsc() const { return calibration_.use_tsc; }
+  std::uint64_t generation() const { return generation_; }
+  void WarnOnce(std::atomic<bool>& flag, const char* message);
+  std::atomic<bool> warned_oversize_{false};
+  std::atomic<bool> warned_alloc_{false};
+
+ private:
+  void ConsumerLoop();
+  void SignalLoop();
+  bool WriteMetadata(std::string* error);
+  ring::Ring* Attach(internal::ThreadWriter& w);  // mu_ held
+  void WriteAll(bool include_open);
+
+  static std::atomic<Core*> active_;
+  static std::atomic<std::uint64_t> next_generation_;
+
+  mutable std::mutex mu_;
+  std::mutex write_mu_;
+  SessionOptions options_;
+  std::string output_dir_;
+  int dirfd_ = -1;
+  int ring_dirfd_ = -1;
+  std::uint64_t generation_ = 0;
+  std::size_t subbuf_size_ = 0;
+  std::uint32_t subbuf_count_ = 0;
+  format::TraceInfo info_;
+  clock::Calibration calibration_;
+  std::unique_ptr<RingSlot[]> slots_{new RingSlot[kMaxRings]};
+  std::atomic<std::uint32_t> ring_count_{0};
+  std::atomic<std::uint64_t> write_errors_{0};
+
+  std::thread consumer_;
+  std::mutex wake_mu_;
+  std::condition_variable wake_cv_;
+  bool stopping_ = false;  // guarded by wake_mu_
+  bool stopped_ = false;   // guarded by mu_
+  std::atomic<bool> write_error_reported_{false};
+};
+
+// Registry shared by all sessions of the process (descriptors outlive sessions).
+registry::Registry& GlobalRegistry();
+
+}  // namespace hush::session
+
+#endif  // HUSHTRACE_SRC_SESSION_CORE_H_

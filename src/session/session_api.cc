@@ -1,0 +1,165 @@
+// hush::Session (public API) and the session started from the environment before main().
+//
+// Start-up cost when no session is requested: one secure_getenv() call in a constructor.
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cstdio>
+#include <string>
+
+#include "hushtrace/session.h"
+#include "session/core.h"
+
+namespace hush {
+namespace {
+
+session::Core* g_core = nullptr;  // the core of the last started session (kept: see core.h)
+std::mutex g_api_mu;
+
+void StopAtExit() {
+  if (session::Core* core = session::Core::Active()) core->Stop();
+}
+
+std::vector<std::string> SplitList(const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s + ",") {
+    if (c == ',') {
+      while (!cur.empty() && std::isspace(static_cast<unsigned char>(cur.back()))) cur.pop_back();
+      std::size_t i = 0;
+      while (i < cur.size() && std::isspace(static_cast<unsigned char>(cur[i]))) ++i;
+      if (i < cur.size()) out.push_back(cur.substr(i));
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  return out;
+}
+
+std::string DefaultOutputDir() {
+  char stamp[32];
+  const time_t now = ::time(nullptr);
+  struct tm tm;
+  ::localtime_r(&now, &tm);
+  ::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+  return std::string("hushtrace-") + stamp + "-" + std::to_string(::getpid());
+}
+
+}  // namespace
+
+bool ParseSize(const std::string& text, std::size_t* out) {
+  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) return false;
+  std::size_t i = 0;
+  unsigned long long v = 0;
+  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
+    v = v * 10 + static_cast<unsigned>(text[i] - '0');
+    if (v > (1ull << 40)) return false;
+    ++i;
+  }
+  std::string suffix = text.substr(i);
+  unsigned long long mult = 1;
+  if (suffix == "" ) {
+  } else if (suffix == "k" || suffix == "K" || suffix == "KiB" || suffix == "kB") {
+    mult = 1ull << 10;
+  } else if (suffix == "M" || suffix == "m" || suffix == "MiB" || suffix == "MB") {
+    mult = 1ull << 20;
+  } else if (suffix == "G" || suffix == "g" || suffix == "GiB" || suffix == "GB") {
+    mult = 1ull << 30;
+  } else {
+    return false;
+  }
+  *out = static_cast<std::size_t>(v * mult);
+  return true;
+}
+
+std::unique_ptr<Session> Session::Start(const SessionOptions& options, std::string* error) {
+  std::lock_guard<std::mutex> lock(g_api_mu);
+  std::string local_error;
+  if (error == nullptr) error = &local_error;
+  if (options.events.empty()) {
+    *error = "no events requested";
+    return nullptr;
+  }
+  SessionOptions opts = options;
+  if (opts.output_dir.empty()) opts.output_dir = DefaultOutputDir();
+  auto* core = new session::Core();
+  if (!core->Start(opts, error)) {
+    delete core;
+    return nullptr;
+  }
+  g_core = core;
+  static std::once_flag atexit_once;
+  std::call_once(atexit_once, [] { std::atexit(StopAtExit); });
+  return std::unique_ptr<Session>(new Session(core->output_dir()));
+}
+
+Session::~Session() { Stop(); }
+
+void Session::Stop() {
+  std::lock_guard<std::mutex> lock(g_api_mu);
+  if (stopped_) return;
+  stopped_ = true;
+  if (g_core != nullptr) g_core->Stop();
+}
+
+bool Session::Snapshot(std::string* error) {
+  std::lock_guard<std::mutex> lock(g_api_mu);
+  if (stopped_ || g_core == nullptr) {
+    if (error) *error = "the session is stopped";
+    return false;
+  }
+  return g_core->Snapshot(error);
+}
+
+SessionStats Session::Stats() const {
+  std::lock_guard<std::mutex> lock(g_api_mu);
+  return g_core != nullptr ? g_core->Stats() : SessionStats{};
+}
+
+namespace internal {
+
+// Starts the session the environment asks for. Lives in the same object as the thread-local
+// writer (see thread_attach.cc) so static links keep it.
+void StartFromEnvironment() {
+  const char* events = ::secure_getenv("HUSHTRACE_EVENTS");
+  if (events == nullptr || *events == '\0') return;  // the common case: nothing else happens
+  SessionOptions options;
+  options.events = SplitList(events);
+  if (const char* out = ::secure_getenv("HUSHTRACE_OUTPUT"); out != nullptr && *out != '\0') {
+    options.output_dir = out;
+  }
+  if (const char* mode = ::secure_getenv("HUSHTRACE_MODE"); mode != nullptr && *mode != '\0') {
+    const std::string m = mode;
+    if (m == "stream") {
+      options.mode = Mode::kStream;
+    } else if (m == "flight") {
+      options.mode = Mode::kFlight;
+    } else {
+      std::fprintf(stderr, "hushtrace: HUSHTRACE_MODE='%s' is not 'stream' or 'flight'; tracing is off\n", mode);
+      return;
+    }
+  }
+  if (const char* size = ::secure_getenv("HUSHTRACE_BUFFER_SIZE"); size != nullptr && *size != '\0') {
+    if (!ParseSize(size, &options.buffer_size) || options.buffer_size < 16 * 1024) {
+      std::fprintf(stderr,
+                   "hushtrace: HUSHTRACE_BUFFER_SIZE='%s' is not a size of at least 16k (e.g. 256k, 4M); "
+                   "tracing is off\n",
+                   size);
+      return;
+    }
+  }
+  std::string error;
+  std::unique_ptr<Session> session = Session::Start(options, &error);
+  if (!session) {
+    std::fprintf(stderr, "hushtrace: cannot start the session from the environment: %s; tracing is off\n",
+                 error.c_str());
+    return;
+  }
+  session.release();  // stopped by the atexit handler
+}
+
+}  // namespace internal
+}  // namespace hush

@@ -1,0 +1,131 @@
+// The out-of-line slow path of event emission and the per-thread attach/detach.
+//
+// ReserveSlow runs on the emitting thread with its nesting guard held. It handles, in order:
+// nested events (signal handler inside an event: dropped and counted), no session, first event of
+// the thread or of a new session (attach to a ring), events too large for a packet (dropped and
+// counted), a full packet (close it, open the next; a full ring in stream mode discards and
+// counts), and the extended header (id >= 255 or a timestamp gap >= 2^24 cycles).
+#include <pthread.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "session/core.h"
+
+namespace hush::internal {
+
+thread_local ThreadWriter tls_writer __attribute__((tls_model("initial-exec"))) = {};
+
+}  // namespace hush::internal
+
+namespace hush::session {
+namespace {
+
+thread_local std::uint32_t t_tid = 0;
+thread_local char t_name[16] = {};
+thread_local bool t_in_attach = false;
+
+pthread_key_t g_exit_key;
+std::once_flag g_exit_key_once;
+
+void OnThreadExit(void*) {
+  internal::ThreadWriter& w = internal::tls_writer;
+  ++w.nesting;  // no event from this thread from now on may reach a ring being detached
+  Core* core = Core::Active();
+  if (core != nullptr && w.ring != nullptr && w.generation == core->generation()) {
+    core->Detach(w);
+  }
+  w.end.store(nullptr, std::memory_order_relaxed);
+  w.ring = nullptr;
+  --w.nesting;
+}
+
+ring::Ring* AttachThisThread(Core* core, internal::ThreadWriter& w) {
+  if (t_in_attach) return nullptr;  // re-entered from a signal handler
+  t_in_attach = true;
+  std::call_once(g_exit_key_once, [] { ::pthread_key_create(&g_exit_key, OnThreadExit); });
+  if (t_tid == 0) {
+    t_tid = static_cast<std::uint32_t>(::syscall(SYS_gettid));
+  }
+  ::prctl(PR_GET_NAME, t_name, 0, 0, 0);
+  ring::Ring* r = core->AttachLocked(w);
+  if (r != nullptr) {
+    w.ring = r;
+    w.generation = core->generation();
+    ::pthread_setspecific(g_exit_key, &w);
+  }
+  t_in_attach = false;
+  return r;
+}
+
+}  // namespace
+}  // namespace hush::session
+
+namespace hush::internal {
+
+char* ReserveSlow(ThreadWriter& w, std::uint32_t id, std::uint64_t ts, std::size_t payload_size) {
+  using session::Core;
+  Core* core = Core::Active();
+  auto* r = static_cast<ring::Ring*>(w.ring);
+  const bool attached = core != nullptr && r != nullptr && w.generation == core->generation();
+  if (w.nesting != 1) {
+    if (attached) r->CountDiscarded(1);
+    return nullptr;
+  }
+  if (core == nullptr) return nullptr;
+  if (!core->use_tsc()) ts = clock::Now(false);
+  if (!attached) {
+    r = session::AttachThisThread(core, w);
+    if (r == nullptr) return nullptr;
+    // The ring may have carried another thread's packets until just now: stamp this first event
+    // at attach time so that the stream's timestamps never go backwards.
+    ts = std::max(clock::Now(core->use_tsc()), r->LastEndTimestamp());
+  }
+  const std::size_t max_payload = r->MaxEventSize() - 13;
+  if (payload_size > max_payload) {
+    r->CountDiscarded(1);
+    core->WarnOnce(core->warned_oversize_,
+                   "an event larger than a sub-buffer was discarded (counted); raise the buffer size");
+    return nullptr;
+  }
+  bool compact = id < kExtendedId && ts >= w.last_ts && ts - w.last_ts < kCompactTimestampRange;
+  std::size_t header = compact ? kCompactHeaderSize : 13;
+  if (r->Room(w) < header + payload_size) {
+    r->ClosePacket(w, ts);
+    if (!r->OpenPacket(w, ts, session::t_tid, session::t_name)) {
+      r->CountDiscarded(1);
+      core->WakeConsumer();
+      return nullptr;
+    }
+    const ring::RingHeader& h = r->header();
+    const std::uint64_t backlog = h.produced.load(std::memory_order_relaxed) -
+                                  h.consumed.load(std::memory_order_relaxed);
+    if (backlog * 2 >= r->subbuf_count()) core->WakeConsumer();
+    compact = id < kExtendedId;  // the packet begins at ts
+    header = compact ? kCompactHeaderSize : 13;
+  }
+  if (!core->use_tsc()) w.end.store(nullptr, std::memory_order_relaxed);  // stay on this path
+  char* p = w.pos;
+  if (compact) {
+    const std::uint32_t word = static_cast<std::uint32_t>(ts << 8) | id;
+    std::memcpy(p, &word, 4);
+  } else {
+    p[0] = static_cast<char>(kExtendedId);
+    std::memcpy(p + 1, &id, 4);
+    std::memcpy(p + 5, &ts, 8);
+  }
+  w.last_ts = ts;
+  return p + header;
+}
+
+}  // namespace hush::internal
+
+namespace hush::internal {
+void StartFromEnvironment();
+// Runs before main() in every program linking libhushtrace (static or shared): this object is
+// always linked because it defines tls_writer, which every tracepoint site references.
+[[gnu::constructor]] static void HushtraceEnvironmentHook() { StartFromEnvironment(); }
+}  // namespace hush::internal

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Installs a configured+built hushtrace into a temporary prefix, then builds a
+# consumer against it with find_package() and with pkg-config, runs it and
+# reads its trace back with babeltrace2.
+# Usage: tests/install/run.sh [BUILD_DIR]   (default: build)
+set -euo pipefail
+
+fail() { echo "install test: FAILED: $*" >&2; exit 1; }
+step() { echo "install test: $*"; }
+
+here="$(cd "$(dirname "$0")" && pwd)"
+build="${1:-$here/../../build}"
+[ -f "$build/CMakeCache.txt" ] || fail "$build is not a configured build directory"
+build="$(cd "$build" && pwd)"
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/hushtrace-install.XXXXXX")"
+trap 'rm -rf "$tmp"' EXIT
+prefix="$tmp/prefix"
+
+step "installing $build into $prefix"
+cmake --install "$build" --prefix "$prefix" >"$tmp/install.log" ||
+  { cat "$tmp/install.log" >&2; fail "cmake --install"; }
+
+step "building the consumer with find_package(hushtrace)"
+cmake -S "$here/consumer" -B "$tmp/consumer" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_PREFIX_PATH="$prefix" >"$tmp/configure.log" 2>&1 ||
+  { cat "$tmp/configure.log" >&2; fail "configuring the consumer"; }
+cmake --build "$tmp/consumer" ||
+  fail "building the consumer against the installed package"
+
+step "building the consumer with pkg-config"
+pc="$(find "$prefix" -name hushtrace.pc -print -quit)"
+[ -n "$pc" ] || fail "no hushtrace.pc installed"
+PKG_CONFIG_PATH="$(dirname "$pc")"
+export PKG_CONFIG_PATH
+# shellcheck disable=SC2046  # pkg-config output is meant to be split
+g++ -std=c++20 -o "$tmp/consumer_pc" "$here/consumer/main.cc" $(pkg-config --cflags --libs hushtrace) ||
+  fail "building the consumer with pkg-config flags"
+libdir="$(pkg-config --variable=libdir hushtrace)"
+
+# check NAME CMD...: runs CMD with tracing on and reads its trace back.
+check() {
+  local name="$1" trace="$tmp/trace-$1"
+  shift
+  step "running $name"
+  HUSHTRACE_EVENTS='consumer:*' HUSHTRACE_OUTPUT="$trace" "$@" || fail "$name exited with $?"
+  [ -f "$trace/metadata" ] || fail "$name wrote no $trace/metadata"
+  babeltrace2 "$trace" >"$tmp/$name.txt" 2>&1 ||
+    { cat "$tmp/$name.txt" >&2; fail "babeltrace2 could not read the trace of $name"; }
+  grep -q 'consumer:hello' "$tmp/$name.txt" ||
+    { cat "$tmp/$name.txt" >&2; fail "no consumer:hello event in the trace of $name"; }
+}
+
+check consumer "$tmp/consumer/consumer"
+[ ! -x "$tmp/consumer/consumer_static" ] || check consumer_static "$tmp/consumer/consumer_static"
+check consumer_pc env LD_LIBRARY_PATH="$libdir" "$tmp/consumer_pc"
+step "OK"
