@@ -1,0 +1,17 @@
+// Subcommands of the hushtrace CLI. Each returns the process exit status:
+// 0 success, 1 failure of the operation, 2 bad arguments (with a message on stderr).
+// `record` returns the traced program's exit status.
+#ifndef HUSHTRACE_TOOLS_HUSHTRACE_COMMANDS_H_
+#define HUSHTRACE_TOOLS_HUSHTRACE_COMMANDS_H_
+
+namespace hush::cli {
+
+// argv[0] is the subcommand name; argc counts it.
+int RunRecord(int argc, char** argv);  // cmd_record.cc
+int RunList(int argc, char** argv);    // cmd_list.cc
+int RunReport(int argc, char** argv);  // cmd_report.cc
+int RunDump(int argc, char** argv);    // cmd_dump.cc
+
+}  // namespace hush::cli
+
+#endif  // HUSHTRACE_TOOLS_HUSHTRACE_COMMANDS_H_
