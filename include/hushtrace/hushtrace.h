@@ -30,6 +30,7 @@
 
 #include "hushtrace/internal/descriptor.h"
 #include "hushtrace/internal/emit.h"
+#include "hushtrace/internal/enabled_check.h"
 #include "hushtrace/internal/preprocessor.h"
 
 namespace hush::internal {
@@ -48,9 +49,8 @@ struct LambdaSpec {
 
 template <typename Spec, typename Fields, typename... Args>
 inline void EmitIfEnabled(const Args&... args) {
-  if (const std::uint32_t state = site_descriptor<Spec>.state.load(std::memory_order_relaxed))
-      [[unlikely]] {
-    Emit<Fields>(state - 1, args...);
+  if (IsEnabled(site_descriptor<Spec>)) [[unlikely]] {
+    EmitIfStillEnabled<Fields>(site_descriptor<Spec>, args...);
   }
 }
 
@@ -60,10 +60,12 @@ class ScopedSpan {
  public:
   ScopedSpan() {
     HUSH_INTERNAL_REGISTER_DESCRIPTOR(site_descriptor<Spec>);
-    if (const std::uint32_t state = site_descriptor<Spec>.state.load(std::memory_order_relaxed))
-        [[unlikely]] {
-      began_ = true;
-      Emit<FieldList<SpanPhase>>(state - 1, SpanPhase{0});
+    if (IsEnabled(site_descriptor<Spec>)) [[unlikely]] {
+      const std::uint32_t state = site_descriptor<Spec>.state.load(std::memory_order_relaxed);
+      if (state != 0) {
+        began_ = true;
+        Emit<FieldList<SpanPhase>>(state - 1, SpanPhase{0});
+      }
     }
   }
   ~ScopedSpan() {
@@ -104,11 +106,10 @@ class ScopedSpan {
   do {                                                                                         \
     using HushInternalSpec = HUSH_INTERNAL_TP_TYPE(provider, name);                            \
     HUSH_INTERNAL_REGISTER_DESCRIPTOR(::hush::internal::site_descriptor<HushInternalSpec>);    \
-    if (const std::uint32_t hush_internal_state =                                              \
-            ::hush::internal::site_descriptor<HushInternalSpec>.state.load(                    \
-                std::memory_order_relaxed)) [[unlikely]] {                                     \
-      ::hush::internal::Emit<HushInternalSpec::Fields>(hush_internal_state - 1 __VA_OPT__(, ) \
-                                                           __VA_ARGS__);                       \
+    if (::hush::internal::IsEnabled(::hush::internal::site_descriptor<HushInternalSpec>))      \
+        [[unlikely]] {                                                                         \
+      ::hush::internal::EmitIfStillEnabled<HushInternalSpec::Fields>(                          \
+          ::hush::internal::site_descriptor<HushInternalSpec> __VA_OPT__(, ) __VA_ARGS__);      \
     }                                                                                          \
   } while (0)
 
@@ -142,11 +143,10 @@ class ScopedSpan {
                                                      std::string_view("value"),             \
                                                      std::string_view("f64"));              \
     HUSH_INTERNAL_REGISTER_DESCRIPTOR(::hush::internal::site_descriptor<HushInternalSpec>); \
-    if (const std::uint32_t hush_internal_state =                                           \
-            ::hush::internal::site_descriptor<HushInternalSpec>.state.load(                 \
-                std::memory_order_relaxed)) [[unlikely]] {                                  \
-      ::hush::internal::Emit<::hush::internal::FieldList<double>>(hush_internal_state - 1,  \
-                                                                  (value));                 \
+    if (::hush::internal::IsEnabled(::hush::internal::site_descriptor<HushInternalSpec>))   \
+        [[unlikely]] {                                                                      \
+      ::hush::internal::EmitIfStillEnabled<::hush::internal::FieldList<double>>(            \
+          ::hush::internal::site_descriptor<HushInternalSpec>, (value));                    \
     }                                                                                       \
   } while (0)
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "hushtrace/internal/descriptor.h"
 #include "hushtrace/internal/field_traits.h"
 #include "hushtrace/internal/thread_writer.h"
 
@@ -27,6 +28,27 @@ struct FieldList {
   static constexpr std::size_t kCount = sizeof...(Fields);
 };
 
+// Everything the fast path does not handle: first event of a thread, full packet, extended
+// header, nested event, slow clock. Out of line so that the inline path saves no registers.
+// Scalars travel by value (a reference would force the caller to spill them to the stack).
+template <typename T>
+using PassArg = std::conditional_t<std::is_scalar_v<T>, T, const T&>;
+
+template <typename... Fields>
+struct SlowEmitter {
+  template <typename... Args>
+  [[gnu::cold, gnu::noinline]] static void Run(std::uint32_t id, std::uint64_t ts, Args... args) {
+    ThreadWriter& w = tls_writer;
+    const std::size_t payload = (std::size_t{0} + ... + FieldTraits<Fields>::Size(args));
+    if (char* p = ReserveSlow(w, id, ts, payload)) {
+      ((p = FieldTraits<Fields>::Write(p, args)), ...);
+      Commit(w, p);
+    }
+    SignalFence();
+    --w.nesting;
+  }
+};
+
 template <typename... Fields, typename... Args, std::size_t... I>
 inline void EmitEvent(FieldList<Fields...>, std::index_sequence<I...>, std::uint32_t id,
                       const Args&... args) {
@@ -37,20 +59,32 @@ inline void EmitEvent(FieldList<Fields...>, std::index_sequence<I...>, std::uint
   const std::size_t payload = (std::size_t{0} + ... + FieldTraits<Fields>::Size(args));
   const std::uint64_t ts = ReadCycleCounter();
   ThreadWriter& w = tls_writer;
-  ++w.nesting;
+  const std::uint32_t nesting = w.nesting;
+  w.nesting = nesting + 1;
   SignalFence();
-  if (char* p = Reserve(w, id, ts, payload)) [[likely]] {
+  if (char* p = TryReserveFast(w, nesting, id, ts, payload)) [[likely]] {
     ((p = FieldTraits<Fields>::Write(p, args)), ...);
-    Commit(w, p);
+    w.last_ts = ts;
+    CommitEvent(w, p, ts);
+    SignalFence();
+    w.nesting = nesting;
+    return;
   }
-  SignalFence();
-  --w.nesting;
+  SlowEmitter<Fields...>::template Run<PassArg<Args>...>(id, ts, args...);
 }
 
-// Entry point used by the macros.
+// Entry point used by the macros, after the enabled check.
 template <typename Fields, typename... Args>
 inline void Emit(std::uint32_t id, const Args&... args) {
   EmitEvent(Fields{}, std::index_sequence_for<Args...>{}, id, args...);
+}
+
+// Called when the caller saw `d` enabled. Re-reads the state so that the caller's check can be a
+// compare against memory (two instructions when disabled), and skips if it was just disabled.
+template <typename Fields, typename... Args>
+inline void EmitIfStillEnabled(const Descriptor& d, const Args&... args) {
+  const std::uint32_t state = d.state.load(std::memory_order_relaxed);
+  if (state != 0) [[likely]] Emit<Fields>(state - 1, args...);
 }
 
 }  // namespace hush::internal

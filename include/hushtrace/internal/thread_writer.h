@@ -57,7 +57,9 @@ struct ThreadWriter {
 };
 static_assert(sizeof(ThreadWriter) == 64, "the fast path touches one cache line");
 
-extern thread_local ThreadWriter tls_writer __attribute__((tls_model("initial-exec")));
+// constinit: no dynamic initialization, so no TLS wrapper call; initial-exec: a GOT load plus
+// %fs-relative accesses, never __tls_get_addr.
+extern thread_local constinit ThreadWriter tls_writer __attribute__((tls_model("initial-exec")));
 
 // Out of line. Called with nesting already incremented. Returns where the payload goes (the header
 // is written), or nullptr when the event is dropped (and counted).
@@ -68,30 +70,46 @@ extern thread_local ThreadWriter tls_writer __attribute__((tls_model("initial-ex
 // running on this same thread. No CPU fence is needed for that.
 inline void SignalFence() { std::atomic_signal_fence(std::memory_order_seq_cst); }
 
-inline char* Reserve(ThreadWriter& w, std::uint32_t id, std::uint64_t ts, std::size_t payload_size) {
+// Fast-path reservation: returns where the payload goes (header written), or nullptr when the
+// event needs the slow path. Conditions are tested in order of how often they fail.
+inline char* TryReserveFast(ThreadWriter& w, std::uint32_t nesting_before, std::uint32_t id,
+                            std::uint64_t ts, std::size_t payload_size) {
   char* p = w.pos;
   const std::size_t size = kCompactHeaderSize + payload_size;
-  if ((w.nesting == 1) & (id < kExtendedId) & (ts - w.last_ts < kCompactTimestampRange) &
-      (size <= static_cast<std::size_t>(w.end.load(std::memory_order_relaxed) - p))) [[likely]] {
+  if (size <= static_cast<std::size_t>(w.end.load(std::memory_order_relaxed) - p) &&
+      ts - w.last_ts < kCompactTimestampRange && nesting_before == 0 && id < kExtendedId)
+      [[likely]] {
     const std::uint32_t header = static_cast<std::uint32_t>(ts << 8) | id;
     std::memcpy(p, &header, sizeof header);
-    w.last_ts = ts;
     return p + kCompactHeaderSize;
+  }
+  return nullptr;
+}
+
+// Full reservation (slow path included), for callers that are not size-critical.
+inline char* Reserve(ThreadWriter& w, std::uint32_t id, std::uint64_t ts, std::size_t payload_size) {
+  if (char* p = TryReserveFast(w, w.nesting - 1, id, ts, payload_size)) {
+    w.last_ts = ts;
+    return p;
   }
   return ReserveSlow(w, id, ts, payload_size);
 }
 
-inline void Commit(ThreadWriter& w, char* event_end) {
+// Publishes an event that ends at `event_end`, stamped `ts` (the thread's w.last_ts).
+inline void CommitEvent(ThreadWriter& w, char* event_end, std::uint64_t ts) {
+  CommitWord* commit = w.commit;
+  const char* base = w.commit_base;
   w.pos = event_end;
   ++w.packet_events;
   // Relaxed: ordered before the offset by the release store below; a reader re-checks the offset
   // after reading the timestamp (Ring::WriteNew), so a newer timestamp is never paired with an
   // older offset.
-  w.commit->timestamp.store(w.last_ts, std::memory_order_relaxed);
+  commit->timestamp.store(ts, std::memory_order_relaxed);
   // Publish: pairs with the acquire load in Ring::WriteNew(); see file comment.
-  w.commit->offset.store(static_cast<std::uint64_t>(event_end - w.commit_base),
-                         std::memory_order_release);
+  commit->offset.store(static_cast<std::uint64_t>(event_end - base), std::memory_order_release);
 }
+
+inline void Commit(ThreadWriter& w, char* event_end) { CommitEvent(w, event_end, w.last_ts); }
 
 }  // namespace hush::internal
 
