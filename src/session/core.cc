@@ -2,6 +2,7 @@
 #include "session/core.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <sys/random.h>
@@ -98,6 +99,23 @@ void OnSnapshotSignal(int) { ::sem_post(&g_snapshot_sem); }  // async-signal-saf
 
 }  // namespace
 
+void Core::ForgetInChild() {
+  active_.store(nullptr, std::memory_order_relaxed);
+  // The descriptors are copy-on-write private memory: disabling them here does not affect the
+  // parent. The registry's mutex state is whatever fork() copied; only this thread exists, and
+  // the parent held mu_ across fork only if it was inside Start/Stop (see the prepare handler).
+  for (registry::Event& e : GlobalRegistry().events()) {
+    e.enabled = false;
+    for (internal::Descriptor* d : e.descriptors) d->state.store(0, std::memory_order_relaxed);
+  }
+  // This thread's writer points into a MAP_SHARED ring of the parent: detach it.
+  internal::ThreadWriter& w = internal::tls_writer;
+  w.end.store(nullptr, std::memory_order_relaxed);
+  w.pos = nullptr;
+  w.ring = nullptr;
+  w.generation = 0;
+}
+
 void Core::WarnOnce(std::atomic<bool>& flag, const char* message) {
   if (!flag.exchange(true, std::memory_order_relaxed)) std::fprintf(stderr, "hushtrace: %s\n", message);
 }
@@ -160,6 +178,8 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
     active_.store(nullptr, std::memory_order_release);
     return false;
   }
+  static std::once_flag fork_once;
+  std::call_once(fork_once, [] { ::pthread_atfork(nullptr, nullptr, [] { Core::ForgetInChild(); }); });
   if (options_.mode == Mode::kStream) {
     consumer_ = std::thread([this] { ConsumerLoop(); });
   } else {

@@ -40,6 +40,9 @@ struct RingSlot {
 class Core {
  public:
   static Core* Active() { return active_.load(std::memory_order_acquire); }
+  // In a forked child: the parent's session and rings are not ours. Turns tracing off in the
+  // child without touching the shared rings (called from a pthread_atfork child handler).
+  static void ForgetInChild();
 
   bool Start(const SessionOptions& options, std::string* error);
   void Stop();
