@@ -95,6 +95,8 @@ char* ReserveSlow(ThreadWriter& w, std::uint32_t id, std::uint64_t ts, std::size
   std::size_t header = compact ? kCompactHeaderSize : 13;
   if (r->Room(w) < header + payload_size) {
     r->ClosePacket(w, ts);
+    // Once per packet: picks up a name the thread set after its first event.
+    ::prctl(PR_GET_NAME, session::t_name, 0, 0, 0);
     if (!r->OpenPacket(w, ts, session::t_tid, session::t_name)) {
       r->CountDiscarded(1);
       core->WakeConsumer();
