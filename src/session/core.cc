@@ -322,6 +322,19 @@ void Core::Stop() {
   for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
     if (slots_[i].writer != nullptr) slots_[i].writer->end.store(nullptr, std::memory_order_seq_cst);
   }
+  // Let events already in flight commit (bounded: a thread may be descheduled mid-event or stuck
+  // in a signal handler). Acquire pairs with the release in LeaveEvent(): the event's bytes and
+  // commit word are visible to the final write below. Exiting threads cannot free their writer
+  // meanwhile: Detach() needs mu_, which we hold.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+  for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
+    internal::ThreadWriter* w = slots_[i].writer;
+    if (w == nullptr || w == &internal::tls_writer) continue;
+    while (w->nesting.load(std::memory_order_acquire) != 0 &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::yield();
+    }
+  }
   lock.unlock();
   {
     std::lock_guard<std::mutex> wake(wake_mu_);

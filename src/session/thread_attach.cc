@@ -33,14 +33,14 @@ std::once_flag g_exit_key_once;
 
 void OnThreadExit(void*) {
   internal::ThreadWriter& w = internal::tls_writer;
-  ++w.nesting;  // no event from this thread from now on may reach a ring being detached
+  const std::uint32_t previous = internal::EnterEvent(w);  // no event of ours during detach
   Core* core = Core::Active();
   if (core != nullptr && w.ring != nullptr && w.generation == core->generation()) {
     core->Detach(w);
   }
   w.end.store(nullptr, std::memory_order_relaxed);
   w.ring = nullptr;
-  --w.nesting;
+  internal::LeaveEvent(w, previous);
 }
 
 ring::Ring* AttachThisThread(Core* core, internal::ThreadWriter& w) {
@@ -71,7 +71,7 @@ char* ReserveSlow(ThreadWriter& w, std::uint32_t id, std::uint64_t ts, std::size
   Core* core = Core::Active();
   auto* r = static_cast<ring::Ring*>(w.ring);
   const bool attached = core != nullptr && r != nullptr && w.generation == core->generation();
-  if (w.nesting != 1) {
+  if (w.nesting.load(std::memory_order_relaxed) != 1) {
     if (attached) r->CountDiscarded(1);
     return nullptr;
   }

@@ -36,16 +36,17 @@ using PassArg = std::conditional_t<std::is_scalar_v<T>, T, const T&>;
 
 template <typename... Fields>
 struct SlowEmitter {
+  // Called inside the event (nesting already raised from `previous`).
   template <typename... Args>
-  [[gnu::cold, gnu::noinline]] static void Run(std::uint32_t id, std::uint64_t ts, Args... args) {
+  [[gnu::cold, gnu::noinline]] static void Run(std::uint32_t previous, std::uint32_t id,
+                                               std::uint64_t ts, Args... args) {
     ThreadWriter& w = tls_writer;
     const std::size_t payload = (std::size_t{0} + ... + FieldTraits<Fields>::Size(args));
     if (char* p = ReserveSlow(w, id, ts, payload)) {
       ((p = FieldTraits<Fields>::Write(p, args)), ...);
       Commit(w, p);
     }
-    SignalFence();
-    --w.nesting;
+    LeaveEvent(w, previous);
   }
 };
 
@@ -59,18 +60,15 @@ inline void EmitEvent(FieldList<Fields...>, std::index_sequence<I...>, std::uint
   const std::size_t payload = (std::size_t{0} + ... + FieldTraits<Fields>::Size(args));
   const std::uint64_t ts = ReadCycleCounter();
   ThreadWriter& w = tls_writer;
-  const std::uint32_t nesting = w.nesting;
-  w.nesting = nesting + 1;
-  SignalFence();
+  const std::uint32_t nesting = EnterEvent(w);
   if (char* p = TryReserveFast(w, nesting, id, ts, payload)) [[likely]] {
     ((p = FieldTraits<Fields>::Write(p, args)), ...);
     w.last_ts = ts;
     CommitEvent(w, p, ts);
-    SignalFence();
-    w.nesting = nesting;
+    LeaveEvent(w, nesting);
     return;
   }
-  SlowEmitter<Fields...>::template Run<PassArg<Args>...>(id, ts, args...);
+  SlowEmitter<Fields...>::template Run<PassArg<Args>...>(nesting, id, ts, args...);
 }
 
 // Entry point used by the macros, after the enabled check.

@@ -48,7 +48,10 @@ struct ThreadWriter {
   // ReserveSlow, which re-checks the session generation with seq_cst).
   std::atomic<char*> end;
   std::uint64_t last_ts;     // last timestamp a reader has seen on this stream
-  std::uint32_t nesting;     // > 0 while an event is being written by this thread
+  // > 0 while this thread writes an event. Written by the owner only (load + store, never an
+  // RMW); read by a stopping session to wait for events in flight (acquire, pairs with the
+  // release in LeaveEvent).
+  std::atomic<std::uint32_t> nesting;
   std::uint32_t packet_events;       // events committed in the open packet
   CommitWord* commit;        // in the ring header
   const char* commit_base;   // offsets in `commit` are relative to this address
@@ -66,9 +69,24 @@ extern thread_local constinit ThreadWriter tls_writer __attribute__((tls_model("
 [[gnu::cold, gnu::noinline]] char* ReserveSlow(ThreadWriter& w, std::uint32_t id, std::uint64_t ts,
                                                std::size_t payload_size);
 
+
 // Compiler-only barrier: orders the guard against the event writes as seen by a signal handler
 // running on this same thread. No CPU fence is needed for that.
 inline void SignalFence() { std::atomic_signal_fence(std::memory_order_seq_cst); }
+
+// Enters an event on this thread; returns the previous nesting depth (0 unless a signal handler
+// interrupted an event).
+inline std::uint32_t EnterEvent(ThreadWriter& w) {
+  const std::uint32_t n = w.nesting.load(std::memory_order_relaxed);
+  w.nesting.store(n + 1, std::memory_order_relaxed);
+  SignalFence();
+  return n;
+}
+
+inline void LeaveEvent(ThreadWriter& w, std::uint32_t previous) {
+  SignalFence();
+  w.nesting.store(previous, std::memory_order_release);
+}
 
 // Fast-path reservation: returns where the payload goes (header written), or nullptr when the
 // event needs the slow path. Conditions are tested in order of how often they fail.
@@ -88,7 +106,7 @@ inline char* TryReserveFast(ThreadWriter& w, std::uint32_t nesting_before, std::
 
 // Full reservation (slow path included), for callers that are not size-critical.
 inline char* Reserve(ThreadWriter& w, std::uint32_t id, std::uint64_t ts, std::size_t payload_size) {
-  if (char* p = TryReserveFast(w, w.nesting - 1, id, ts, payload_size)) {
+  if (char* p = TryReserveFast(w, w.nesting.load(std::memory_order_relaxed) - 1, id, ts, payload_size)) {
     w.last_ts = ts;
     return p;
   }
