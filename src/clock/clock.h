@@ -2,9 +2,14 @@
 //
 // The fast path reads the cycle counter (include/hushtrace/internal/cycle_clock.h). A session
 // uses it only when the TSC is invariant (CPUID 0x80000007 EDX bit 8); otherwise every event takes
-// the slow path and is stamped with CLOCK_MONOTONIC in nanoseconds. The frequency comes from the
-// kernel's own TSC conversion in the perf_event mmap page when available, else from a short
-// measurement against CLOCK_MONOTONIC_RAW refined over the session's whole duration.
+// the slow path and is stamped with CLOCK_MONOTONIC in nanoseconds.
+//
+// Calibration costs nothing measurable at session start: it records one reference pair
+// (counter, CLOCK_MONOTONIC_RAW, CLOCK_REALTIME) and estimates the frequency over a ~50 us spin.
+// Refine() later measures the frequency over the whole span since the reference, which bounds
+// the error of any timestamp to about twice the sampling error of the two pairs (tens of ns),
+// whatever the session length. The consumer refines periodically and Stop() once more; the
+// metadata file is rewritten each time, so a crashed trace has a recent calibration.
 #ifndef HUSHTRACE_SRC_CLOCK_CLOCK_H_
 #define HUSHTRACE_SRC_CLOCK_CLOCK_H_
 
@@ -16,28 +21,24 @@ namespace hush::clock {
 struct Calibration {
   bool use_tsc = false;
   std::uint64_t freq_hz = 1000000000;
-  std::string freq_source;  // "perf", "measured", "nominal"
+  std::string freq_source;  // "nominal" (ns clock), "spin" (start estimate), "span" (refined)
   // Wall-clock time of counter value 0, split as CTF wants it: offset_s seconds plus
   // offset_cycles counter cycles.
   std::int64_t offset_s = 0;
   std::int64_t offset_cycles = 0;
-  // A reference pair taken at calibration time, for refining the frequency later.
+  // The reference taken at session start.
   std::uint64_t ref_ticks = 0;
   std::uint64_t ref_mono_ns = 0;
+  std::uint64_t ref_real_ns = 0;
+  std::uint64_t span_ns = 0;  // length of the span the frequency was measured over
 };
 
 bool TscIsInvariant();
 // Reads the session clock (cycle counter or CLOCK_MONOTONIC ns).
 std::uint64_t Now(bool use_tsc);
-std::uint64_t MonotonicRawNs();
-// Calibrates the session clock. Costs tens of microseconds (perf page) or ~1 ms (measurement).
 Calibration Calibrate();
-// Refines a measured frequency with the span since calibration (no effect for "perf").
+// Re-measures the frequency over the span since the reference and recomputes the offset.
 void Refine(Calibration& c);
-// Ticks of the session clock per the given number of nanoseconds.
-inline std::uint64_t NsToTicks(const Calibration& c, std::uint64_t ns) {
-  return static_cast<std::uint64_t>(static_cast<long double>(ns) * c.freq_hz / 1e9L);
-}
 
 }  // namespace hush::clock
 

@@ -180,9 +180,7 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
   }
   static std::once_flag fork_once;
   std::call_once(fork_once, [] { ::pthread_atfork(nullptr, nullptr, [] { Core::ForgetInChild(); }); });
-  if (options_.mode == Mode::kStream) {
-    consumer_ = std::thread([this] { ConsumerLoop(); });
-  } else {
+  if (options_.mode == Mode::kFlight) {
     static std::once_flag signal_once;
     std::call_once(signal_once, [] {
       ::sem_init(&g_snapshot_sem, 0, 0);
@@ -265,6 +263,14 @@ void Core::Detach(internal::ThreadWriter& w) {
 
 void Core::WakeConsumer() { wake_cv_.notify_one(); }
 
+void Core::EnsureConsumer() {
+  if (consumer_started_.load(std::memory_order_relaxed)) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopped_ || consumer_started_.load(std::memory_order_relaxed)) return;
+  consumer_ = std::thread([this] { ConsumerLoop(); });
+  consumer_started_.store(true, std::memory_order_relaxed);
+}
+
 void Core::WriteAll(bool include_open) {
   std::lock_guard<std::mutex> lock(write_mu_);
   const std::uint64_t now = clock::Now(use_tsc());
@@ -281,11 +287,22 @@ void Core::WriteAll(bool include_open) {
 }
 
 void Core::ConsumerLoop() {
+  auto next_refine = std::chrono::steady_clock::now() + std::chrono::seconds(1);
   std::unique_lock<std::mutex> lock(wake_mu_);
   while (!stopping_) {
     wake_cv_.wait_for(lock, std::chrono::milliseconds(50));
     lock.unlock();
     WriteAll(false);
+    if (std::chrono::steady_clock::now() >= next_refine) {
+      // Keep the metadata's clock calibration recent for a trace whose writer might crash.
+      std::lock_guard<std::mutex> session_lock(mu_);
+      if (!stopped_) {
+        clock::Refine(calibration_);
+        std::string error;
+        WriteMetadata(&error);
+      }
+      next_refine = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    }
     lock.lock();
   }
 }
@@ -335,6 +352,16 @@ void Core::Stop() {
       std::this_thread::yield();
     }
   }
+  // The open packets' events are written below; count them. Reading another thread's
+  // packet_events is ordered by the acquire above (the owner bumps it before its release), and
+  // from now on the owner's events fail in ReserveSlow without touching it.
+  for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
+    const internal::ThreadWriter* w = slots_[i].writer;
+    if (w == nullptr || !slots_[i].ring->HasOpenPacket()) continue;
+    ring::RingHeader& h = slots_[i].ring->header();
+    h.events.store(h.events.load(std::memory_order_relaxed) + w->packet_events,
+                   std::memory_order_relaxed);
+  }
   lock.unlock();
   {
     std::lock_guard<std::mutex> wake(wake_mu_);
@@ -348,10 +375,14 @@ void Core::Stop() {
   clock::Refine(calibration_);
   std::string error;
   if (!WriteMetadata(&error)) std::fprintf(stderr, "hushtrace: %s\n", error.c_str());
+  // Everything is on disk: the ring files are only needed to recover a crashed writer. The
+  // mappings stay valid after the unlink (see core.h: rings are never unmapped).
   for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
     ::close(slots_[i].stream_fd);
     slots_[i].stream_fd = -1;
+    ::unlinkat(ring_dirfd_, ("ring_" + std::to_string(i)).c_str(), 0);
   }
+  ::unlinkat(dirfd_, ".ring", AT_REMOVEDIR);
   ::close(ring_dirfd_);
   ::close(dirfd_);
 }

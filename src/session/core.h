@@ -55,6 +55,9 @@ class Core {
   ring::Ring* AttachLocked(internal::ThreadWriter& w);
   void Detach(internal::ThreadWriter& w);  // takes mu_
   void WakeConsumer();
+  // Stream mode: starts the consumer thread on the first closed packet, so a short program whose
+  // events fit in one packet per thread never pays for a thread (its events are written at exit).
+  void EnsureConsumer();
   bool use_tsc() const { return calibration_.use_tsc; }
   std::uint64_t generation() const { return generation_; }
   void WarnOnce(std::atomic<bool>& flag, const char* message);
@@ -86,7 +89,8 @@ class Core {
   std::atomic<std::uint32_t> ring_count_{0};
   std::atomic<std::uint64_t> write_errors_{0};
 
-  std::thread consumer_;
+  std::thread consumer_;        // set under mu_
+  std::atomic<bool> consumer_started_{false};
   std::mutex wake_mu_;
   std::condition_variable wake_cv_;
   bool stopping_ = false;  // guarded by wake_mu_

@@ -94,6 +94,7 @@ char* ReserveSlow(ThreadWriter& w, std::uint32_t id, std::uint64_t ts, std::size
   bool compact = id < kExtendedId && ts >= w.last_ts && ts - w.last_ts < kCompactTimestampRange;
   std::size_t header = compact ? kCompactHeaderSize : 13;
   if (r->Room(w) < header + payload_size) {
+    if (r->HasOpenPacket()) core->EnsureConsumer();
     r->ClosePacket(w, ts);
     // Once per packet: picks up a name the thread set after its first event.
     ::prctl(PR_GET_NAME, session::t_name, 0, 0, 0);
