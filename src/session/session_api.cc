@@ -16,6 +16,7 @@ namespace hush {
 namespace {
 
 session::Core* g_core = nullptr;  // the core of the last started session (kept: see core.h)
+Session* g_env_session = nullptr;  // the session started from the environment, stopped at exit
 std::mutex g_api_mu;
 
 void StopAtExit() {
@@ -91,6 +92,10 @@ std::unique_ptr<Session> Session::Start(const SessionOptions& options, std::stri
     return nullptr;
   }
   g_core = core;
+  // Stopped sessions are kept (their rings may still be written by a late thread: core.h) and
+  // stay reachable, so leak checkers do not report them.
+  static auto* all_cores = new std::vector<session::Core*>();
+  all_cores->push_back(core);
   static std::once_flag atexit_once;
   std::call_once(atexit_once, [] { std::atexit(StopAtExit); });
   return std::unique_ptr<Session>(new Session(core->output_dir()));
@@ -158,7 +163,7 @@ void StartFromEnvironment() {
                  error.c_str());
     return;
   }
-  session.release();  // stopped by the atexit handler
+  g_env_session = session.release();  // stopped by the atexit handler, kept reachable
 }
 
 }  // namespace internal
