@@ -206,7 +206,7 @@ std::size_t Ring::CopyPacket(std::uint64_t seq, std::size_t from, std::size_t to
 int Ring::WriteCopy(int fd, std::size_t len) {
   StoreField<std::uint64_t>(scratch_.get(), kOffContent, len * 8);
   StoreField<std::uint64_t>(scratch_.get(), kOffPacketSize, len * 8);
-  StoreField<std::uint64_t>(scratch_.get(), kOffSeq, disk_seq_);
+  StoreField<std::uint64_t>(scratch_.get(), kOffSeq, header_->disk_seq);
   // On disk, events_discarded counts every lost event (discarded and overwritten), so that CTF
   // readers report all of them; events_overwritten keeps the overwritten part alone.
   const auto discarded = LoadField<std::uint64_t>(scratch_.get(), kOffDiscarded);
@@ -214,7 +214,8 @@ int Ring::WriteCopy(int fd, std::size_t len) {
   StoreField<std::uint64_t>(scratch_.get(), kOffDiscarded, discarded + overwritten);
   const int err = WriteAll(fd, scratch_.get(), len);
   if (err == 0) {
-    ++disk_seq_;
+    ++header_->disk_seq;
+    header_->stream_bytes += len;
     header_->bytes_written.store(header_->bytes_written.load(std::memory_order_relaxed) + len,
                                  std::memory_order_relaxed);
   }
@@ -226,20 +227,20 @@ WriteResult Ring::WriteNew(int fd, std::uint64_t now, bool include_open) {
   // Acquire: pairs with the release in ClosePacket(); packets below `produced` are complete.
   const std::uint64_t produced = header_->produced.load(std::memory_order_acquire);
   if (mode_ == RingMode::kFlight && produced >= subbuf_count_ &&
-      next_seq_ < produced - subbuf_count_ + 1) {
-    next_seq_ = produced - subbuf_count_ + 1;  // older packets were overwritten (and counted)
-    next_offset_ = 0;
+      header_->written_seq < produced - subbuf_count_ + 1) {
+    header_->written_seq = produced - subbuf_count_ + 1;  // older packets were overwritten (and counted)
+    header_->written_offset = 0;
   }
-  for (; next_seq_ < produced; ++next_seq_, next_offset_ = 0) {
-    const char* src = packet(next_seq_);
+  for (; header_->written_seq < produced; ++header_->written_seq, header_->written_offset = 0) {
+    const char* src = packet(header_->written_seq);
     const std::size_t content = LoadField<std::uint64_t>(src, kOffContent) / 8;
-    const std::size_t from = std::max(next_offset_, kPacketHeaderSize);
+    const std::size_t from = std::max(header_->written_offset, kPacketHeaderSize);
     if (content < kPacketHeaderSize || content > subbuf_size_) break;  // corrupt: stop here
-    const std::size_t len = CopyPacket(next_seq_, from, content);
+    const std::size_t len = CopyPacket(header_->written_seq, from, content);
     if (len == 0) continue;  // overwritten while copying: lost, counted by the producer
-    if (next_offset_ != 0) StoreField<std::uint64_t>(scratch_.get(), kOffTsBegin, next_begin_);
+    if (header_->written_offset != 0) StoreField<std::uint64_t>(scratch_.get(), kOffTsBegin, header_->written_begin_ts);
     const std::uint32_t events =
-        header_->packet_events[next_seq_ % subbuf_count_].load(std::memory_order_relaxed);
+        header_->packet_events[header_->written_seq % subbuf_count_].load(std::memory_order_relaxed);
     if (len > kPacketHeaderSize) {
       if (const int err = WriteCopy(fd, len); err != 0) {
         if (result.error == 0) result.error = err;
@@ -251,10 +252,10 @@ WriteResult Ring::WriteNew(int fd, std::uint64_t now, bool include_open) {
     }
     if (mode_ == RingMode::kStream) {
       // Release: pairs with the acquire in OpenPacket(); our reads of this packet are done.
-      header_->consumed.store(next_seq_ + 1, std::memory_order_release);
+      header_->consumed.store(header_->written_seq + 1, std::memory_order_release);
     }
   }
-  if (!include_open || next_seq_ != produced) return result;
+  if (!include_open || header_->written_seq != produced) return result;
 
   // The open packet: everything committed so far. Acquire pairs with the release stores of
   // `commit` in Commit() and OpenPacket().
@@ -273,7 +274,7 @@ WriteResult Ring::WriteNew(int fd, std::uint64_t now, bool include_open) {
     return result;  // no packet open yet (or it is being switched): nothing committed in it
   }
   const std::size_t end = static_cast<std::size_t>(commit - packet_start);
-  const std::size_t from = std::max(next_offset_, kPacketHeaderSize);
+  const std::size_t from = std::max(header_->written_offset, kPacketHeaderSize);
   if (end <= from) return result;
   const std::uint64_t seq_at_copy = produced;
   std::size_t len = CopyPacket(produced, from, end);
@@ -282,7 +283,7 @@ WriteResult Ring::WriteNew(int fd, std::uint64_t now, bool include_open) {
     len = 0;  // being overwritten right now; next call writes it as a closed packet
   }
   if (len == 0) return result;
-  if (next_offset_ != 0) StoreField<std::uint64_t>(scratch_.get(), kOffTsBegin, next_begin_);
+  if (header_->written_offset != 0) StoreField<std::uint64_t>(scratch_.get(), kOffTsBegin, header_->written_begin_ts);
   StoreField<std::uint64_t>(scratch_.get(), kOffTsEnd, std::max(now, last_ts));
   StoreField<std::uint64_t>(scratch_.get(), kOffDiscarded,
                             header_->discarded.load(std::memory_order_relaxed));
@@ -296,8 +297,8 @@ WriteResult Ring::WriteNew(int fd, std::uint64_t now, bool include_open) {
   result.bytes += len;
   // The rest of this packet restarts the reader's clock at the last event written now (or at the
   // next event, in flight while we read): never after the first event of the rest.
-  next_offset_ = end;
-  next_begin_ = last_ts;
+  header_->written_offset = end;
+  header_->written_begin_ts = last_ts;
   return result;
 }
 

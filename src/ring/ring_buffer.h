@@ -109,10 +109,6 @@ class Ring {
   std::uint64_t last_end_ts_ = 0;
   // Consumer-private state.
   std::unique_ptr<char[]> scratch_;       // one packet
-  std::uint64_t next_seq_ = 0;            // first ring packet not completely written
-  std::size_t next_offset_ = 0;           // bytes of packet next_seq_ already written (0: none)
-  std::uint64_t next_begin_ = 0;          // timestamp_begin for the rest of packet next_seq_
-  std::uint64_t disk_seq_ = 0;            // packet_seq_num of the next packet written to disk
   std::uint64_t write_lost_events_ = 0;
 };
 

@@ -78,6 +78,14 @@ struct RingHeader {
   // Consumer side. Written by the consumer (stream mode) only.
   alignas(64) std::atomic<std::uint64_t> consumed;  // release, pairs with the producer's acquire
   std::atomic<std::uint64_t> bytes_written;
+  // Write-out progress, updated after every successful write so that recovery after a crash
+  // knows what stream_<N> already holds. Consumer-private while the process lives (writers are
+  // serialized by the session), read by `hushtrace recover` after it died.
+  std::uint64_t written_seq;       // first ring packet not completely written to stream_<N>
+  std::uint64_t written_offset;    // bytes of packet written_seq already written (0: none)
+  std::uint64_t written_begin_ts;  // timestamp_begin for the rest of packet written_seq
+  std::uint64_t disk_seq;          // packet_seq_num of the next packet written to stream_<N>
+  std::uint64_t stream_bytes;      // size of stream_<N> after the last successful write
   // Events in each sub-buffer's packet, written by the producer when it closes the packet.
   alignas(64) std::atomic<std::uint32_t> packet_events[kMaxSubbufCount];
 };

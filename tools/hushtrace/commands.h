@@ -11,6 +11,7 @@ int RunRecord(int argc, char** argv);  // cmd_record.cc
 int RunList(int argc, char** argv);    // cmd_list.cc
 int RunReport(int argc, char** argv);  // cmd_report.cc
 int RunDump(int argc, char** argv);    // cmd_dump.cc
+int RunRecover(int argc, char** argv); // cmd_recover.cc
 
 }  // namespace hush::cli
 

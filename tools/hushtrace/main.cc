@@ -17,6 +17,7 @@ constexpr Command kCommands[] = {
     {"list", hush::cli::RunList, "list the tracepoints compiled into a binary"},
     {"report", hush::cli::RunReport, "summarize a trace: events, threads, spans, losses"},
     {"dump", hush::cli::RunDump, "print a trace's events in time order"},
+    {"recover", hush::cli::RunRecover, "make a trace whose writer died readable again"},
 };
 
 void Usage(FILE* out) {
