@@ -84,6 +84,7 @@ void Ring::InitHeader(const RingConfig& config) {
   h->mode = config.mode;
   h->pid = config.pid;
   std::memcpy(h->uuid, config.uuid, sizeof h->uuid);
+  h->commit.offset.store(kCommitNone, std::memory_order_relaxed);
 }
 
 std::unique_ptr<Ring> Ring::Create(int ring_dirfd, std::uint32_t index, const RingConfig& config,
@@ -127,14 +128,19 @@ bool Ring::OpenPacket(internal::ThreadWriter& w, std::uint64_t ts, std::uint32_t
     if (n - header_->consumed.load(std::memory_order_acquire) >= subbuf_count_) return false;
   } else if (n >= subbuf_count_) {
     // Flight mode: packet n - K is overwritten; its events are lost and counted exactly.
-    const std::uint64_t lost = header_->packet_events[slot].load(std::memory_order_relaxed);
-    header_->overwritten.store(header_->overwritten.load(std::memory_order_relaxed) + lost,
-                               std::memory_order_relaxed);
-    // Seqlock writer side: a snapshot reader that copied bytes we write below re-reads
-    // `produced` after an acquire fence and sees n (published by the previous close with
-    // release, ordered before these writes by this fence), so it drops its copy.
-    std::atomic_thread_fence(std::memory_order_release);
+    // Packet n - K is overwritten; its events are lost unless already written out (a copy in
+    // progress fails its seqlock check below and is lost too, consistently).
+    if (n - subbuf_count_ >= header_->written_seq.load(std::memory_order_relaxed)) {
+      const std::uint64_t lost = header_->packet_events[slot].load(std::memory_order_relaxed);
+      header_->overwritten.store(header_->overwritten.load(std::memory_order_relaxed) + lost,
+                                 std::memory_order_relaxed);
+    }
   }
+  // Seqlock writer side: announce the rewrite of this sub-buffer before touching it. A reader
+  // that copied bytes written below re-reads the commit word after an acquire fence (CopyPacket)
+  // and sees kCommitOpening or the new packet's offset, so it drops its torn copy.
+  header_->commit.offset.store(kCommitOpening, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
   char* p = packet(n);
   PacketHeader h{};
   h.magic = kCtfMagic;
@@ -185,6 +191,9 @@ void Ring::ClosePacket(internal::ThreadWriter& w, std::uint64_t ts_end) {
   // Publish: pairs with the acquire load of `produced` in WriteNew(); the consumer that sees n+1
   // sees every byte of packet n.
   header_->produced.store(n + 1, std::memory_order_release);
+  // No packet open until the next OpenPacket(): readers must not take the old offset for an
+  // open packet n + 1.
+  header_->commit.offset.store(kCommitNone, std::memory_order_release);
   w.end.store(nullptr, std::memory_order_relaxed);
   w.pos = nullptr;
   w.packet_events = 0;
@@ -196,9 +205,13 @@ std::size_t Ring::CopyPacket(std::uint64_t seq, std::size_t from, std::size_t to
   std::memcpy(scratch_.get(), src, kPacketHeaderSize);
   if (to > from) std::memcpy(scratch_.get() + kPacketHeaderSize, src + from, to - from);
   if (mode_ == RingMode::kFlight) {
-    // Seqlock reader side: pairs with the release fence in OpenPacket().
+    // Seqlock reader side: pairs with the release fence in OpenPacket(). Sub-buffer seq % K is
+    // rewritten once the producer starts opening packet seq + K.
     std::atomic_thread_fence(std::memory_order_acquire);
-    if (header_->produced.load(std::memory_order_relaxed) >= seq + subbuf_count_) return 0;
+    const std::uint64_t produced = header_->produced.load(std::memory_order_relaxed);
+    const std::uint64_t commit = header_->commit.offset.load(std::memory_order_relaxed);
+    if (produced > seq + subbuf_count_) return 0;
+    if (produced == seq + subbuf_count_ && commit != kCommitNone) return 0;
   }
   return kPacketHeaderSize + (to - from);
 }
@@ -208,9 +221,13 @@ int Ring::WriteCopy(int fd, std::size_t len) {
   StoreField<std::uint64_t>(scratch_.get(), kOffPacketSize, len * 8);
   StoreField<std::uint64_t>(scratch_.get(), kOffSeq, header_->disk_seq);
   // On disk, events_discarded counts every lost event (discarded and overwritten), so that CTF
-  // readers report all of them; events_overwritten keeps the overwritten part alone.
+  // readers report all of them; events_overwritten keeps the overwritten part alone. Overwrites
+  // only ever hit packets older than every packet still in the ring, so all the overwrites
+  // counted so far precede the packets written now: every packet of one write-out carries the
+  // same, current, count.
   const auto discarded = LoadField<std::uint64_t>(scratch_.get(), kOffDiscarded);
-  const auto overwritten = LoadField<std::uint64_t>(scratch_.get(), kOffOverwritten);
+  const auto overwritten = header_->overwritten.load(std::memory_order_relaxed);
+  StoreField<std::uint64_t>(scratch_.get(), kOffOverwritten, overwritten);
   StoreField<std::uint64_t>(scratch_.get(), kOffDiscarded, discarded + overwritten);
   const int err = WriteAll(fd, scratch_.get(), len);
   if (err == 0) {
@@ -226,25 +243,40 @@ WriteResult Ring::WriteNew(int fd, std::uint64_t now, bool include_open) {
   WriteResult result;
   // Acquire: pairs with the release in ClosePacket(); packets below `produced` are complete.
   const std::uint64_t produced = header_->produced.load(std::memory_order_acquire);
-  if (mode_ == RingMode::kFlight && produced >= subbuf_count_ &&
-      header_->written_seq < produced - subbuf_count_ + 1) {
-    header_->written_seq = produced - subbuf_count_ + 1;  // older packets were overwritten (and counted)
-    header_->written_offset = 0;
+  std::uint64_t seq = header_->written_seq.load(std::memory_order_relaxed);  // ours
+  if (mode_ == RingMode::kFlight) {
+    // With a packet open (or opening) it occupies the oldest packet's sub-buffer; without one,
+    // all K closed packets are intact. Older packets were overwritten (and counted).
+    const bool open = header_->commit.offset.load(std::memory_order_acquire) != kCommitNone;
+    const std::uint64_t intact = open ? subbuf_count_ - 1 : subbuf_count_;
+    if (produced > intact && seq < produced - intact) {
+      seq = produced - intact;
+      header_->written_offset = 0;
+    }
   }
-  for (; header_->written_seq < produced; ++header_->written_seq, header_->written_offset = 0) {
-    const char* src = packet(header_->written_seq);
+  for (; seq < produced; ++seq, header_->written_offset = 0) {
+    // Relaxed: read by the flight-mode producer only to classify overwrites (OpenPacket).
+    header_->written_seq.store(seq, std::memory_order_relaxed);
+    const char* src = packet(seq);
     const std::size_t content = LoadField<std::uint64_t>(src, kOffContent) / 8;
     const std::size_t from = std::max(header_->written_offset, kPacketHeaderSize);
     if (content < kPacketHeaderSize || content > subbuf_size_) break;  // corrupt: stop here
-    const std::size_t len = CopyPacket(header_->written_seq, from, content);
+    const std::size_t len = CopyPacket(seq, from, content);
     if (len == 0) continue;  // overwritten while copying: lost, counted by the producer
-    if (header_->written_offset != 0) StoreField<std::uint64_t>(scratch_.get(), kOffTsBegin, header_->written_begin_ts);
+    // Saved (the copy is valid): an overwrite from now on is not a loss. A producer that read
+    // written_seq between our validation and this store counts the packet lost although it is
+    // written: the only inexact case, at most one packet per write-out, and only when a
+    // write-out races the producer lapping it.
+    header_->written_seq.store(seq + 1, std::memory_order_relaxed);
+    if (header_->written_offset != 0) {
+      StoreField<std::uint64_t>(scratch_.get(), kOffTsBegin, header_->written_begin_ts);
+    }
     const std::uint32_t events =
-        header_->packet_events[header_->written_seq % subbuf_count_].load(std::memory_order_relaxed);
+        header_->packet_events[seq % subbuf_count_].load(std::memory_order_relaxed);
     if (len > kPacketHeaderSize) {
       if (const int err = WriteCopy(fd, len); err != 0) {
         if (result.error == 0) result.error = err;
-        write_lost_events_ += events;
+        write_lost_events_.fetch_add(events, std::memory_order_relaxed);
       } else {
         ++result.packets;
         result.bytes += len;
@@ -252,10 +284,11 @@ WriteResult Ring::WriteNew(int fd, std::uint64_t now, bool include_open) {
     }
     if (mode_ == RingMode::kStream) {
       // Release: pairs with the acquire in OpenPacket(); our reads of this packet are done.
-      header_->consumed.store(header_->written_seq + 1, std::memory_order_release);
+      header_->consumed.store(seq + 1, std::memory_order_release);
     }
   }
-  if (!include_open || header_->written_seq != produced) return result;
+  header_->written_seq.store(seq, std::memory_order_relaxed);
+  if (!include_open || seq != produced) return result;
 
   // The open packet: everything committed so far. Acquire pairs with the release stores of
   // `commit` in Commit() and OpenPacket().
@@ -284,7 +317,10 @@ WriteResult Ring::WriteNew(int fd, std::uint64_t now, bool include_open) {
   }
   if (len == 0) return result;
   if (header_->written_offset != 0) StoreField<std::uint64_t>(scratch_.get(), kOffTsBegin, header_->written_begin_ts);
-  StoreField<std::uint64_t>(scratch_.get(), kOffTsEnd, std::max(now, last_ts));
+  // End at the last written event, where the continuation packet begins: packets of a stream
+  // must not overlap in time.
+  (void)now;
+  StoreField<std::uint64_t>(scratch_.get(), kOffTsEnd, last_ts);
   StoreField<std::uint64_t>(scratch_.get(), kOffDiscarded,
                             header_->discarded.load(std::memory_order_relaxed));
   StoreField<std::uint64_t>(scratch_.get(), kOffOverwritten,

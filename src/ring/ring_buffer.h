@@ -75,7 +75,9 @@ class Ring {
   // timestamp_begin is the `now` of the earlier part, which keeps compact timestamps exact.
   WriteResult WriteNew(int fd, std::uint64_t now, bool include_open);
   // Events lost because writing failed (disk full...), counted by WriteNew.
-  std::uint64_t write_lost_events() const { return write_lost_events_; }
+  std::uint64_t write_lost_events() const {
+    return write_lost_events_.load(std::memory_order_relaxed);
+  }
 
   RingHeader& header() { return *header_; }
   const RingHeader& header() const { return *header_; }
@@ -109,7 +111,7 @@ class Ring {
   std::uint64_t last_end_ts_ = 0;
   // Consumer-private state.
   std::unique_ptr<char[]> scratch_;       // one packet
-  std::uint64_t write_lost_events_ = 0;
+  std::atomic<std::uint64_t> write_lost_events_{0};  // relaxed: statistics
 };
 
 }  // namespace hush::ring

@@ -57,6 +57,10 @@ static_assert(offsetof(PacketHeader, packet_seq_num) == 64);
 static_assert(offsetof(PacketHeader, vtid) == 92);
 inline constexpr std::size_t kPacketHeaderSize = sizeof(PacketHeader);
 
+// Values of RingHeader::commit.offset besides a data offset inside the open packet.
+inline constexpr std::uint64_t kCommitNone = ~std::uint64_t{0};     // no packet open
+inline constexpr std::uint64_t kCommitOpening = ~std::uint64_t{1};  // a packet is being opened
+
 enum class RingMode : std::uint32_t { kStream = 0, kFlight = 1 };
 
 struct RingHeader {
@@ -70,9 +74,13 @@ struct RingHeader {
   std::uint8_t uuid[16];
   // Producer side. Written by the owning thread only.
   alignas(64) std::atomic<std::uint64_t> produced;  // closed packets; release, pairs with consumer
-  internal::CommitWord commit;            // end offset and timestamp of the last committed event
+  // End offset and timestamp of the last committed event of the open packet; offset is
+  // kCommitNone between packets and kCommitOpening while the producer rewrites a sub-buffer.
+  internal::CommitWord commit;
   std::atomic<std::uint64_t> discarded;   // cumulative discarded events (relaxed: statistics)
-  std::atomic<std::uint64_t> overwritten; // cumulative overwritten events (relaxed: statistics)
+  // Cumulative events lost to flight-mode overwrites: events of packets overwritten before they
+  // were written out (relaxed: statistics).
+  std::atomic<std::uint64_t> overwritten;
   std::atomic<std::uint64_t> events;      // committed events in closed packets (relaxed)
   std::atomic<std::uint32_t> owner_tid;   // 0 when no thread owns the ring
   // Consumer side. Written by the consumer (stream mode) only.
@@ -81,7 +89,9 @@ struct RingHeader {
   // Write-out progress, updated after every successful write so that recovery after a crash
   // knows what stream_<N> already holds. Consumer-private while the process lives (writers are
   // serialized by the session), read by `hushtrace recover` after it died.
-  std::uint64_t written_seq;       // first ring packet not completely written to stream_<N>
+  // First ring packet not completely written to stream_<N>. Atomic: the flight-mode producer
+  // reads it (relaxed) to tell an overwritten packet that was saved from one that is lost.
+  std::atomic<std::uint64_t> written_seq;
   std::uint64_t written_offset;    // bytes of packet written_seq already written (0: none)
   std::uint64_t written_begin_ts;  // timestamp_begin for the rest of packet written_seq
   std::uint64_t disk_seq;          // packet_seq_num of the next packet written to stream_<N>

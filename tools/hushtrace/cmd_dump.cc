@@ -1,13 +1,289 @@
-// Placeholder until the command lands: refuses to run rather than pretending.
+// hushtrace dump: one line per event, in time order (format: docs/reader.md).
+//
+//   [  1.234567890] tid 1234 demo:request worker=0 request_id=7 path="/index.html"
+//
+// Lines are built in a large buffer with std::to_chars and written with fwrite.
+#include <fnmatch.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "commands.h"
+#include "hushtrace/reader.h"
 
 namespace hush::cli {
+namespace {
 
-int RunDump(int, char**) {
-  std::fprintf(stderr, "hushtrace dump: not implemented yet\n");
-  return 1;
+constexpr const char kUsage[] =
+    "usage: hushtrace dump DIR [-e GLOB]... [--since T] [--until T] [--absolute]\n"
+    "\n"
+    "Prints the events of the trace in DIR, one line each, in time order:\n"
+    "  [  1.234567890] tid 1234 demo:request worker=0 request_id=7 path=\"/index.html\"\n"
+    "\n"
+    "options:\n"
+    "  -e, --event GLOB  only events whose provider:name matches GLOB (repeatable; * ? [...])\n"
+    "  --since T         only events at or after T, relative to the first event of the trace\n"
+    "  --until T         only events at or before T (same origin)\n"
+    "                    T: a number of seconds, or with a unit: 1.5s 250ms 40us 1200ns\n"
+    "  --absolute        print seconds since the epoch instead of since the first event\n"
+    "  -h, --help        this help\n"
+    "\n"
+    "exit status: 0 ok, 1 unreadable or damaged trace, 2 bad arguments\n";
+
+constexpr std::size_t kFlushAt = 1 << 20;
+
+class Output {
+ public:
+  Output() { buf_.reserve(kFlushAt + 4096); }
+  void Put(char c) { buf_.push_back(c); }
+  void Put(std::string_view s) { buf_.append(s); }
+  template <typename T>
+  void Number(T v) {
+    char tmp[64];
+    const auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
+    buf_.append(tmp, r.ptr);
+  }
+  // Unsigned, right-aligned in `width` columns.
+  void Padded(std::uint64_t v, int width) {
+    char tmp[32];
+    const auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
+    for (int n = static_cast<int>(r.ptr - tmp); n < width; ++n) buf_.push_back(' ');
+    buf_.append(tmp, r.ptr);
+  }
+  void Nanos9(std::uint64_t v) {  // 9 digits, zero-padded
+    char tmp[9];
+    for (int i = 8; i >= 0; --i, v /= 10) tmp[i] = static_cast<char>('0' + v % 10);
+    buf_.append(tmp, 9);
+  }
+  void Quoted(std::string_view s) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    buf_.push_back('"');
+    std::size_t run = 0;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      const auto c = static_cast<unsigned char>(s[i]);
+      if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') continue;
+      buf_.append(s.data() + run, i - run);
+      run = i + 1;
+      if (c == '"' || c == '\\') {
+        buf_.push_back('\\');
+        buf_.push_back(static_cast<char>(c));
+      } else {
+        const char esc[4] = {'\\', 'x', kHex[c >> 4], kHex[c & 15]};
+        buf_.append(esc, 4);
+      }
+    }
+    buf_.append(s.data() + run, s.size() - run);
+    buf_.push_back('"');
+  }
+  void Hex(std::span<const std::uint8_t> bytes) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    buf_.push_back('<');
+    for (std::uint8_t b : bytes) {
+      buf_.push_back(kHex[b >> 4]);
+      buf_.push_back(kHex[b & 15]);
+    }
+    buf_.push_back('>');
+  }
+  bool MaybeFlush() { return buf_.size() < kFlushAt || Flush(); }
+  bool Flush() {
+    const bool ok = buf_.empty() || std::fwrite(buf_.data(), 1, buf_.size(), stdout) == buf_.size();
+    buf_.clear();
+    return ok && std::fflush(stdout) == 0;
+  }
+
+ private:
+  std::string buf_;
+};
+
+void PutField(Output& out, const reader::FieldValue& v) {
+  using reader::FieldType;
+  switch (v.type()) {
+    case FieldType::kSigned: out.Number(v.AsInt64()); break;
+    case FieldType::kUnsigned: out.Number(v.AsUint64()); break;
+    case FieldType::kBool: {
+      const std::uint64_t b = v.AsUint64();
+      if (b <= 1) out.Put(b ? "true" : "false");
+      else out.Number(b);
+      break;
+    }
+    case FieldType::kEnum: {
+      const std::int64_t n = v.AsInt64();
+      const std::string_view label = v.info().LabelFor(n);
+      if (!label.empty()) {
+        out.Put(label);
+      } else if (v.info().is_signed) {
+        out.Number(n);
+      } else {
+        out.Number(v.AsUint64());
+      }
+      break;
+    }
+    case FieldType::kFloat:
+      if (v.info().size == 4) {
+        out.Number(static_cast<float>(v.AsDouble()));
+      } else {
+        out.Number(v.AsDouble());
+      }
+      break;
+    case FieldType::kString: out.Quoted(v.AsString()); break;
+    case FieldType::kBytes: out.Hex(v.AsBytes()); break;
+  }
+}
+
+// "1.5", "250ms", "40us", "1200ns", "2s" -> ns. False on bad input.
+bool ParseTime(std::string_view s, std::int64_t* ns) {
+  std::size_t i = 0;
+  std::int64_t whole = 0, frac = 0, frac_scale = 1;
+  bool digits = false;
+  for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i, digits = true) {
+    if (whole > 1'000'000'000'000LL) return false;
+    whole = whole * 10 + (s[i] - '0');
+  }
+  if (i < s.size() && s[i] == '.') {
+    for (++i; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i, digits = true) {
+      if (frac_scale < 1'000'000'000'000LL) {
+        frac = frac * 10 + (s[i] - '0');
+        frac_scale *= 10;
+      }
+    }
+  }
+  if (!digits) return false;
+  const std::string_view unit = s.substr(i);
+  std::int64_t mult;
+  if (unit.empty() || unit == "s") mult = 1'000'000'000;
+  else if (unit == "ms") mult = 1'000'000;
+  else if (unit == "us") mult = 1'000;
+  else if (unit == "ns") mult = 1;
+  else return false;
+  const __int128 total = static_cast<__int128>(whole) * mult + static_cast<__int128>(frac) * mult / frac_scale;
+  if (total > INT64_MAX) return false;
+  *ns = static_cast<std::int64_t>(total);
+  return true;
+}
+
+int BadArgs(const std::string& message) {
+  std::fprintf(stderr, "hushtrace dump: %s\n(try 'hushtrace dump --help')\n", message.c_str());
+  return 2;
+}
+
+}  // namespace
+
+int RunDump(int argc, char** argv) {
+  std::string dir;
+  std::vector<std::string> globs;
+  std::int64_t since = INT64_MIN, until = INT64_MAX;
+  bool absolute = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    std::string value;
+    bool has_value = false;
+    if (arg.rfind("--", 0) == 0 && arg.find('=') != std::string::npos) {
+      value = arg.substr(arg.find('=') + 1);
+      arg = arg.substr(0, arg.find('='));
+      has_value = true;
+    }
+    auto take = [&](std::string* out) {
+      if (has_value) {
+        *out = value;
+        return true;
+      }
+      if (i + 1 >= argc) return false;
+      *out = argv[++i];
+      return true;
+    };
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (arg == "-e" || arg == "--event") {
+      std::string g;
+      if (!take(&g) || g.empty()) return BadArgs(arg + " needs a GLOB");
+      globs.push_back(g);
+    } else if (arg == "--since" || arg == "--until") {
+      std::string t;
+      std::int64_t ns;
+      if (!take(&t) || !ParseTime(t, &ns)) return BadArgs(arg + " needs a time such as 1.5, 250ms, 40us");
+      (arg == "--since" ? since : until) = ns;
+    } else if (arg == "--absolute" && !has_value) {
+      absolute = true;
+    } else if (arg.size() > 1 && arg[0] == '-') {
+      return BadArgs("unknown option '" + std::string(argv[i]) + "'");
+    } else if (dir.empty()) {
+      dir = arg;
+    } else {
+      return BadArgs("unexpected argument '" + arg + "' (one trace directory only)");
+    }
+  }
+  if (dir.empty()) return BadArgs("missing the trace directory DIR");
+  if (since > until) return BadArgs("--since is after --until");
+
+  std::string error;
+  std::unique_ptr<reader::Trace> trace = reader::Trace::Open(dir, &error);
+  if (!trace) {
+    std::fprintf(stderr, "hushtrace dump: %s\n", error.c_str());
+    return 1;
+  }
+  const auto& classes = trace->metadata().events;
+  std::vector<char> selected(classes.size(), globs.empty() ? 1 : 0);
+  for (const std::string& g : globs) {
+    for (const reader::EventClass& ec : classes) {
+      if (::fnmatch(g.c_str(), ec.name.c_str(), 0) == 0) selected[ec.index] = 1;
+    }
+  }
+
+  Output out;
+  reader::EventIterator it(*trace);
+  bool first = true, write_ok = true;
+  std::int64_t origin = 0;
+  while (write_ok && it.Next()) {
+    const reader::Event& e = it.event();
+    const std::int64_t ns = trace->ToEpochNs(e.timestamp());
+    if (first) {
+      origin = ns;
+      first = false;
+    }
+    const std::int64_t rel = ns - origin;
+    if (rel > until) break;
+    if (rel < since || !selected[e.event_class().index]) continue;
+    const std::int64_t shown = absolute ? ns : rel;
+    const std::uint64_t mag = shown < 0 ? 0 - static_cast<std::uint64_t>(shown) : static_cast<std::uint64_t>(shown);
+    out.Put('[');
+    if (shown < 0) out.Put('-');
+    out.Padded(mag / 1'000'000'000, shown < 0 ? 2 : 3);
+    out.Put('.');
+    out.Nanos9(mag % 1'000'000'000);
+    out.Put("] tid ");
+    out.Number(e.tid());
+    out.Put(' ');
+    out.Put(e.name());
+    for (std::size_t i = 0; i < e.field_count(); ++i) {
+      const reader::FieldValue v = e.field(i);
+      if (v.info().hidden) continue;
+      out.Put(' ');
+      out.Put(v.info().name);
+      out.Put('=');
+      PutField(out, v);
+    }
+    out.Put('\n');
+    write_ok = out.MaybeFlush();
+  }
+  write_ok = out.Flush() && write_ok;
+  for (const std::string& w : trace->warnings()) std::fprintf(stderr, "hushtrace dump: warning: %s\n", w.c_str());
+  if (!it.error().empty()) {
+    std::fprintf(stderr, "hushtrace dump: %s\n", it.error().c_str());
+    return 1;
+  }
+  if (!write_ok) {
+    std::fprintf(stderr, "hushtrace dump: writing the output failed: %s\n", std::strerror(errno));
+    return 1;
+  }
+  return 0;
 }
 
 }  // namespace hush::cli

@@ -1,13 +1,300 @@
-// Placeholder until the command lands: refuses to run rather than pretending.
+// hushtrace report: a short human summary of a trace (sections: docs/reader.md).
+#include <time.h>
+
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <ctime>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
 
 #include "commands.h"
+#include "hushtrace/reader.h"
 
 namespace hush::cli {
+namespace {
 
-int RunReport(int, char**) {
-  std::fprintf(stderr, "hushtrace report: not implemented yet\n");
-  return 1;
+constexpr const char kUsage[] =
+    "usage: hushtrace report DIR\n"
+    "\n"
+    "Summarizes the trace in DIR: duration, events and bytes, events per name and per thread,\n"
+    "lost events (lines starting with WARNING:), spans by total and self time, counters.\n"
+    "\n"
+    "exit status: 0 ok, 1 unreadable or damaged trace, 2 bad arguments\n";
+
+constexpr std::size_t kMaxRows = 20;
+
+struct ClassStats {
+  std::uint64_t count = 0;
+  // Spans, in clock cycles.
+  std::uint64_t spans = 0;
+  std::int64_t total = 0, self = 0, max = 0;
+  // Counters.
+  std::uint64_t samples = 0;
+  double min = std::numeric_limits<double>::infinity();
+  double max_value = -std::numeric_limits<double>::infinity();
+  double sum = 0;
+};
+
+struct OpenSpan {
+  std::size_t cls;
+  std::uint64_t begin;
+  std::int64_t children = 0;
+};
+
+struct ThreadStats {
+  std::uint32_t tid = 0;
+  std::string name;
+  std::uint64_t events = 0;
+  std::vector<OpenSpan> stack;
+};
+
+std::string Format(const char* fmt, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, v);
+  return buf;
+}
+
+std::string Duration(std::int64_t ns) {
+  const double v = static_cast<double>(ns);
+  if (ns < 1000) return std::to_string(ns) + " ns";
+  if (ns < 1000000) return Format("%.1f us", v / 1e3);
+  if (ns < 1000000000) return Format("%.2f ms", v / 1e6);
+  return Format("%.3f s", v / 1e9);
+}
+
+std::string Bytes(std::uint64_t n) {
+  if (n < 1024) return std::to_string(n) + " B";
+  if (n < (1u << 20)) return Format("%.1f KiB", static_cast<double>(n) / 1024);
+  if (n < (1u << 30)) return Format("%.1f MiB", static_cast<double>(n) / (1 << 20));
+  return Format("%.2f GiB", static_cast<double>(n) / (1 << 30));
+}
+
+std::string Rate(double per_second) {
+  if (per_second >= 1e6) return Format("%.2f M/s", per_second / 1e6);
+  if (per_second >= 1e3) return Format("%.1f k/s", per_second / 1e3);
+  return Format("%.0f /s", per_second);
+}
+
+std::string Value(double v) { return Format("%.6g", v); }
+
+std::string WallClock(std::int64_t ns) {
+  const time_t s = static_cast<time_t>(ns / 1000000000);
+  struct tm tm;
+  if (::gmtime_r(&s, &tm) == nullptr) return "?";
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+  char out[96];
+  std::snprintf(out, sizeof out, "%s.%03d UTC", buf, static_cast<int>((ns % 1000000000) / 1000000));
+  return out;
+}
+
+void CloseSpan(ThreadStats& t, std::size_t depth, std::uint64_t ts, std::vector<ClassStats>& stats) {
+  const OpenSpan s = t.stack[depth];
+  t.stack.resize(depth);  // spans opened above it and never closed are dropped
+  const std::int64_t d = ts >= s.begin ? static_cast<std::int64_t>(ts - s.begin) : 0;
+  ClassStats& c = stats[s.cls];
+  ++c.spans;
+  c.total += d;
+  c.self += std::max<std::int64_t>(0, d - s.children);
+  c.max = std::max(c.max, d);
+  if (!t.stack.empty()) t.stack.back().children += d;
+}
+
+}  // namespace
+
+int RunReport(int argc, char** argv) {
+  std::string dir;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if ((arg.size() > 1 && arg[0] == '-') || !dir.empty()) {
+      std::fprintf(stderr, "hushtrace report: unexpected argument '%s'\n%s", arg.c_str(), kUsage);
+      return 2;
+    }
+    dir = arg;
+  }
+  if (dir.empty()) {
+    std::fprintf(stderr, "hushtrace report: missing the trace directory DIR\n%s", kUsage);
+    return 2;
+  }
+  std::string error;
+  auto trace = reader::Trace::Open(dir, &error);
+  if (!trace) {
+    std::fprintf(stderr, "hushtrace report: %s\n", error.c_str());
+    return 1;
+  }
+  const auto& classes = trace->metadata().events;
+  std::vector<ClassStats> stats(classes.size());
+  std::vector<int> phase_field(classes.size(), -1), value_field(classes.size(), -1);
+  for (const reader::EventClass& ec : classes) {
+    if (ec.kind == reader::EventKind::kSpan) phase_field[ec.index] = ec.FieldIndex("phase");
+    if (ec.kind == reader::EventKind::kCounter) {
+      value_field[ec.index] = ec.FieldIndex("value");
+      for (std::size_t i = 0; i < ec.fields.size() && value_field[ec.index] < 0; ++i) {
+        if (ec.fields[i].type == reader::FieldType::kFloat || ec.fields[i].type == reader::FieldType::kSigned ||
+            ec.fields[i].type == reader::FieldType::kUnsigned) {
+          value_field[ec.index] = static_cast<int>(i);
+        }
+      }
+    }
+  }
+  std::unordered_map<std::uint32_t, ThreadStats> threads;
+  std::uint64_t total = 0, first_ts = 0, last_ts = 0, unmatched = 0;
+  reader::EventIterator it(*trace);
+  while (it.Next()) {
+    const reader::Event& e = it.event();
+    const std::size_t ci = e.event_class().index;
+    if (total++ == 0) first_ts = e.timestamp();
+    last_ts = std::max(last_ts, e.timestamp());
+    ++stats[ci].count;
+    ThreadStats& t = threads[e.tid()];
+    if (t.events++ == 0) {
+      t.tid = e.tid();
+      t.name.assign(e.thread_name());
+    }
+    if (phase_field[ci] >= 0) {
+      if (e.field(static_cast<std::size_t>(phase_field[ci])).AsUint64() == 0) {
+        t.stack.push_back(OpenSpan{ci, e.timestamp()});
+      } else {
+        std::size_t depth = t.stack.size();
+        while (depth > 0 && t.stack[depth - 1].cls != ci) --depth;
+        if (depth == 0) ++unmatched;
+        else CloseSpan(t, depth - 1, e.timestamp(), stats);
+      }
+    } else if (value_field[ci] >= 0) {
+      const double v = e.field(static_cast<std::size_t>(value_field[ci])).AsDouble();
+      ClassStats& c = stats[ci];
+      ++c.samples;
+      c.sum += v;
+      c.min = std::min(c.min, v);
+      c.max_value = std::max(c.max_value, v);
+    }
+  }
+  std::uint64_t unclosed = 0;
+  for (auto& [tid, t] : threads) unclosed += t.stack.size();
+
+  // Header.
+  const std::int64_t duration = trace->ToEpochNs(last_ts) - trace->ToEpochNs(first_ts);
+  const reader::Metadata& md = trace->metadata();
+  std::printf("hushtrace report: %s\n", trace->dir().c_str());
+  const double freq = static_cast<double>(md.clock.freq);
+  std::printf("  process    %s (pid %u) on %s, %s mode, %s clock at %s\n",
+              std::string(trace->procname()).c_str(), trace->pid(), std::string(trace->hostname()).c_str(),
+              std::string(md.Env("hushtrace_mode")).c_str(),
+              std::string(md.Env("hushtrace_clock_source")).c_str(),
+              freq >= 1e9 ? Format("%.4g GHz", freq / 1e9).c_str() : Format("%.4g MHz", freq / 1e6).c_str());
+  if (total > 0) std::printf("  start      %s\n", WallClock(trace->ToEpochNs(first_ts)).c_str());
+  std::printf("  duration   %s\n", Duration(duration).c_str());
+  std::printf("  events     %llu (%s), %llu packets in %zu stream%s, %s on disk\n",
+              static_cast<unsigned long long>(total),
+              duration > 0 ? Rate(static_cast<double>(total) * 1e9 / static_cast<double>(duration)).c_str() : "-",
+              static_cast<unsigned long long>(trace->packets()), trace->streams().size(),
+              trace->streams().size() == 1 ? "" : "s", Bytes(trace->bytes_on_disk()).c_str());
+  const std::uint64_t lost = trace->events_discarded();
+  std::printf("  lost       %s\n", lost == 0 ? "none" : (std::to_string(lost) + " events").c_str());
+  for (const reader::StreamInfo& s : trace->streams()) {
+    if (s.events_discarded != 0) {
+      std::printf("WARNING: %s: %llu events lost: %llu discarded (ring full, nested or oversized), "
+                  "%llu overwritten (flight mode)\n",
+                  s.path.c_str(), static_cast<unsigned long long>(s.events_discarded),
+                  static_cast<unsigned long long>(s.DiscardedOnly()),
+                  static_cast<unsigned long long>(s.events_overwritten));
+    }
+    if (s.lost_packets != 0) {
+      std::printf("WARNING: %s: %llu packets missing (gaps in packet_seq_num)\n", s.path.c_str(),
+                  static_cast<unsigned long long>(s.lost_packets));
+    }
+  }
+  for (const std::string& w : trace->warnings()) std::printf("WARNING: %s\n", w.c_str());
+
+  std::size_t width = 24;
+  for (const reader::EventClass& ec : classes) width = std::max(width, std::min<std::size_t>(ec.name.size() + 2, 48));
+  const int w = static_cast<int>(width);
+
+  // Events by name.
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < classes.size(); ++i) {
+    if (stats[i].count > 0) order.push_back(i);
+  }
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return stats[a].count != stats[b].count ? stats[a].count > stats[b].count : a < b;
+  });
+  std::printf("\n%-*s %10s %7s\n", w, "events", "count", "share");
+  for (std::size_t i = 0; i < order.size() && i < kMaxRows; ++i) {
+    const std::size_t c = order[i];
+    std::printf("  %-*s %10llu %6.1f%%\n", w - 2, classes[c].name.c_str(),
+                static_cast<unsigned long long>(stats[c].count),
+                100.0 * static_cast<double>(stats[c].count) / static_cast<double>(total));
+  }
+  if (order.size() > kMaxRows) std::printf("  ... %zu more\n", order.size() - kMaxRows);
+
+  // Threads.
+  std::vector<const ThreadStats*> ts;
+  for (const auto& [tid, t] : threads) ts.push_back(&t);
+  std::sort(ts.begin(), ts.end(), [](const ThreadStats* a, const ThreadStats* b) {
+    return a->events != b->events ? a->events > b->events : a->tid < b->tid;
+  });
+  std::printf("\n%-*s %10s\n", w, "threads", "events");
+  for (std::size_t i = 0; i < ts.size() && i < kMaxRows; ++i) {
+    const std::string label = std::to_string(ts[i]->tid) + " " + ts[i]->name;
+    std::printf("  %-*s %10llu\n", w - 2, label.c_str(), static_cast<unsigned long long>(ts[i]->events));
+  }
+  if (ts.size() > kMaxRows) std::printf("  ... %zu more\n", ts.size() - kMaxRows);
+
+  // Spans by total time (self time alongside).
+  order.clear();
+  for (std::size_t i = 0; i < classes.size(); ++i) {
+    if (stats[i].spans > 0) order.push_back(i);
+  }
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return stats[a].total != stats[b].total ? stats[a].total > stats[b].total : a < b;
+  });
+  if (!order.empty() || unclosed != 0 || unmatched != 0) {
+    std::printf("\n%-*s %10s %10s %10s %10s %10s\n", w, "spans (by total time)", "count", "total",
+                "self", "avg", "max");
+    for (std::size_t i = 0; i < order.size() && i < kMaxRows; ++i) {
+      const ClassStats& c = stats[order[i]];
+      std::printf("  %-*s %10llu %10s %10s %10s %10s\n", w - 2, classes[order[i]].name.c_str(),
+                  static_cast<unsigned long long>(c.spans), Duration(trace->CyclesToNs(c.total)).c_str(),
+                  Duration(trace->CyclesToNs(c.self)).c_str(),
+                  Duration(trace->CyclesToNs(c.total / static_cast<std::int64_t>(c.spans))).c_str(),
+                  Duration(trace->CyclesToNs(c.max)).c_str());
+    }
+    if (order.size() > kMaxRows) std::printf("  ... %zu more\n", order.size() - kMaxRows);
+    if (unclosed != 0 || unmatched != 0) {
+      std::printf("  (%llu spans still open at the end of the trace, %llu ends without a begin)\n",
+                  static_cast<unsigned long long>(unclosed), static_cast<unsigned long long>(unmatched));
+    }
+  }
+
+  // Counters.
+  order.clear();
+  for (std::size_t i = 0; i < classes.size(); ++i) {
+    if (stats[i].samples > 0) order.push_back(i);
+  }
+  if (!order.empty()) {
+    std::printf("\n%-*s %10s %10s %10s %10s\n", w, "counters", "count", "min", "avg", "max");
+    for (std::size_t c : order) {
+      const ClassStats& s = stats[c];
+      std::printf("  %-*s %10llu %10s %10s %10s\n", w - 2, classes[c].name.c_str(),
+                  static_cast<unsigned long long>(s.samples), Value(s.min).c_str(),
+                  Value(s.sum / static_cast<double>(s.samples)).c_str(), Value(s.max_value).c_str());
+    }
+  }
+  std::fflush(stdout);
+  if (!it.error().empty()) {
+    std::fprintf(stderr, "hushtrace report: %s\n", it.error().c_str());
+    std::printf("WARNING: the trace is damaged; the summary above stops at: %s\n", it.error().c_str());
+    return 1;
+  }
+  return 0;
 }
 
 }  // namespace hush::cli
