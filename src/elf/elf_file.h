@@ -6,7 +6,8 @@
 // so a file truncated while it is read gives an error, not SIGBUS); every offset, size and count
 // is checked against the file size with overflow-safe arithmetic, and the tables read are capped
 // (see the k* limits). Errors name the file and, where there is one, the offset:
-//   "prog: section header table (64 x 64 bytes at offset 0x3a18) extends past the end of the file (size 0x2000)"
+//   "prog: section header table (64 x 64 bytes at offset 0x3a18) extends past the end of the file
+//   (size 0x2000)"
 //
 // Addresses: for executables and shared libraries, virtual addresses are the link-time ones (load
 // base 0) and are mapped to file offsets through the PT_LOAD segments (the section headers when
@@ -29,7 +30,7 @@ namespace hush::elf {
 
 class ElfFile {
  public:
-  static constexpr std::uint64_t kMaxFileSize = std::uint64_t{4} << 30;    // 4 GiB
+  static constexpr std::uint64_t kMaxFileSize = std::uint64_t{4} << 30;      // 4 GiB
   static constexpr std::uint64_t kMaxTableBytes = std::uint64_t{256} << 20;  // one table read whole
   static constexpr std::uint32_t kMaxSections = 1u << 20;
 
@@ -44,18 +45,18 @@ class ElfFile {
   // A note (docs: ELF gABI "Note Section"), with its descriptor's file offset and address.
   struct Note {
     std::uint32_t type = 0;
-    std::string name;                  // without the terminating NUL
-    std::uint64_t desc_offset = 0;     // file offset of the descriptor
+    std::string name;               // without the terminating NUL
+    std::uint64_t desc_offset = 0;  // file offset of the descriptor
     std::uint64_t desc_size = 0;
-    std::uint64_t desc_addr = 0;       // its address (0 if the note is not allocated)
+    std::uint64_t desc_addr = 0;  // its address (0 if the note is not allocated)
   };
 
   // How a pointer stored in the file gets its run-time value.
   enum class Relocation {
-    kNone,         // no relocation: the stored value (non-PIE executables)
-    kRelaRelative, // RELA relative relocation: the addend
-    kRelaSymbol,   // RELA absolute relocation against a symbol: symbol value + addend
-    kRelr,         // DT_RELR packed relative relocation: the stored value is the addend
+    kNone,          // no relocation: the stored value (non-PIE executables)
+    kRelaRelative,  // RELA relative relocation: the addend
+    kRelaSymbol,    // RELA absolute relocation against a symbol: symbol value + addend
+    kRelr,          // DT_RELR packed relative relocation: the stored value is the addend
   };
 
   struct Pointer {
@@ -69,7 +70,8 @@ class ElfFile {
   // sets *error to a message beginning with `path`.
   static std::unique_ptr<ElfFile> Open(const std::string& path, std::string* error);
   // The same over an image in memory; `name` stands for the file name in messages.
-  static std::unique_ptr<ElfFile> FromMemory(std::string name, std::string image, std::string* error);
+  static std::unique_ptr<ElfFile> FromMemory(std::string name, std::string image,
+                                             std::string* error);
 
   ~ElfFile();
   ElfFile(const ElfFile&) = delete;
@@ -98,12 +100,15 @@ class ElfFile {
   // Computes the run-time value (at load base 0) of the 8-byte pointers stored at `addrs`,
   // applying the file's relocations: RELA (x86-64, AArch64 and RISC-V relative and 64-bit
   // absolute relocations; in relocatable objects the section relocation tables) and DT_RELR.
-  // Relocation tables are scanned once per call, so resolve addresses in batches.
-  std::vector<Pointer> ResolvePointers(const std::vector<std::uint64_t>& addrs) const;
+  // Relocation tables are scanned once per call, so resolve addresses in batches. Problems with
+  // the relocation tables themselves are added to *warnings.
+  std::vector<Pointer> ResolvePointers(const std::vector<std::uint64_t>& addrs,
+                                       std::vector<std::string>* warnings = nullptr) const;
 
   // Calls `fn` for each note of the PT_NOTE segments (or, without segments, of the SHT_NOTE
   // sections). Malformed notes end the walk of their segment and add a message to *warnings.
-  void ForEachNote(const std::function<void(const Note&)>& fn, std::vector<std::string>* warnings) const;
+  void ForEachNote(const std::function<void(const Note&)>& fn,
+                   std::vector<std::string>* warnings) const;
 
   // The NT_GNU_BUILD_ID note as lowercase hex, or "" if there is none.
   std::string BuildId() const;
@@ -135,7 +140,7 @@ class ElfFile {
     std::uint64_t size = 0;    // bytes
     std::uint64_t entsize = 0;
     bool relr = false;
-    std::uint64_t base = 0;    // added to r_offset (relocatable objects: the target section address)
+    std::uint64_t base = 0;  // added to r_offset (relocatable objects: the target section address)
     SymbolTable symbols;
   };
   std::vector<RelocTable> RelocationTables(std::vector<std::string>* warnings) const;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <limits>
 #include <cstdio>
 #include <string>
 
@@ -72,6 +73,7 @@ bool ParseSize(const std::string& text, std::size_t* out) {
   } else {
     return false;
   }
+  if (v > (std::numeric_limits<std::size_t>::max() / mult)) return false;
   *out = static_cast<std::size_t>(v * mult);
   return true;
 }

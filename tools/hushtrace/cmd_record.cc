@@ -1,13 +1,453 @@
-// Placeholder until the command lands: refuses to run rather than pretending.
+// hushtrace record [options] [--] PROGRAM ARGS...: runs PROGRAM with a tracing session started by
+// the hushtrace runtime it links, through the HUSHTRACE_* environment variables. See docs/cli.md.
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <iterator>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "commands.h"
 
 namespace hush::cli {
+namespace {
 
-int RunRecord(int, char**) {
-  std::fprintf(stderr, "hushtrace record: not implemented yet\n");
-  return 1;
+constexpr char kUsage[] =
+    "usage: hushtrace record [options] [--] PROGRAM [ARGS...]\n"
+    "\n"
+    "Runs PROGRAM with a tracing session. The hushtrace runtime linked into PROGRAM starts the\n"
+    "session from the environment (HUSHTRACE_EVENTS, HUSHTRACE_OUTPUT, HUSHTRACE_MODE and\n"
+    "HUSHTRACE_BUFFER_SIZE, set here), writes the trace when PROGRAM exits, and babeltrace2 reads "
+    "it.\n"
+    "\n"
+    "options:\n"
+    "  -e, --events PATTERN     events to record: a glob over 'provider:name', e.g. 'net:*'.\n"
+    "                           Repeat the option or separate patterns with commas. Default: '*'\n"
+    "  -o, --output DIR         the trace directory, created 0700; it must not exist or be empty.\n"
+    "                           Default: ./hushtrace-YYYYMMDD-HHMMSS\n"
+    "      --mode stream|flight stream (default): packets are written to disk while PROGRAM runs;\n"
+    "                           flight: each thread's ring keeps only its latest events, written\n"
+    "                           when PROGRAM exits or receives SIGUSR2\n"
+    "      --buffer-size SIZE   ring buffer per thread: bytes or with a k, M or G suffix (256k, "
+    "4M),\n"
+    "                           from 16k to 4G. Default: 1M\n"
+    "  -h, --help               print this help\n"
+    "\n"
+    "The first argument that is not an option starts the command line of PROGRAM (a PATH lookup\n"
+    "is done when it has no '/'). SIGINT, SIGTERM, SIGHUP and SIGUSR2 sent to hushtrace are\n"
+    "forwarded to PROGRAM (those sent by the terminal reach it directly).\n"
+    "\n"
+    "exit status: PROGRAM's exit status, or 128+N if a signal N killed it; 1 if the trace\n"
+    "directory cannot be created; 2 for bad arguments or an output directory that is not empty;\n"
+    "127 if PROGRAM cannot be run.\n";
+
+constexpr std::size_t kMinBufferSize = std::size_t{16} << 10;
+constexpr unsigned long long kMaxBufferSize = 4ull << 30;
+
+int BadArguments(const std::string& message) {
+  std::fprintf(stderr, "hushtrace record: %s\n(see 'hushtrace record --help')\n", message.c_str());
+  return 2;
+}
+
+// The size a text like "64k" stands for, computed without overflow; false if it is not a size or
+// is larger than kMaxBufferSize. Accepts the syntax of the runtime's hush::ParseSize, which parses
+// the same text in the traced program. (Not called here: it would link the runtime's session code,
+// and with it the start-up hook that starts a session from HUSHTRACE_EVENTS, into the CLI.)
+bool ParseBufferSize(const std::string& text, std::size_t* out) {
+  std::size_t i = 0;
+  unsigned long long digits = 0;
+  while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
+    digits = digits * 10 + static_cast<unsigned>(text[i] - '0');
+    if (digits > kMaxBufferSize) return false;
+    ++i;
+  }
+  if (i == 0) return false;
+  const std::string_view suffix = std::string_view(text).substr(i);
+  unsigned shift = 0;
+  if (suffix.empty()) {
+  } else if (suffix == "k" || suffix == "K" || suffix == "KiB" || suffix == "kB") {
+    shift = 10;
+  } else if (suffix == "m" || suffix == "M" || suffix == "MiB" || suffix == "MB") {
+    shift = 20;
+  } else if (suffix == "g" || suffix == "G" || suffix == "GiB" || suffix == "GB") {
+    shift = 30;
+  } else {
+    return false;
+  }
+  if (digits > (kMaxBufferSize >> shift)) return false;
+  *out = static_cast<std::size_t>(digits << shift);
+  return true;
+}
+
+// Splits "a, b" (the runtime's HUSHTRACE_EVENTS syntax) into trimmed, non-empty patterns.
+std::vector<std::string> SplitPatterns(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= s.size()) {
+    std::size_t end = s.find(',', start);
+    if (end == std::string::npos) end = s.size();
+    std::size_t b = start, e = end;
+    while (b < e && (s[b] == ' ' || s[b] == '\t')) ++b;
+    while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t')) --e;
+    if (e > b) out.push_back(s.substr(b, e - b));
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string DefaultOutputName() {
+  char stamp[32];
+  const time_t now = ::time(nullptr);
+  struct tm tm;
+  ::localtime_r(&now, &tm);
+  ::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+  return std::string("hushtrace-") + stamp;
+}
+
+bool IsEmptyDirectory(const std::string& path, bool* empty) {
+  DIR* d = ::opendir(path.c_str());
+  if (d == nullptr) return false;
+  *empty = true;
+  while (const dirent* e = ::readdir(d)) {
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
+      *empty = false;
+      break;
+    }
+  }
+  ::closedir(d);
+  return true;
+}
+
+// Creates the trace directory (0700). The runtime accepts an existing empty directory that we
+// own and refuses symbolic links; creating it here reports problems before PROGRAM runs.
+// Returns 0, or the exit status after printing a message.
+int CreateOutputDirectory(std::string* dir, bool is_default, bool* created) {
+  *created = false;
+  if (is_default) {
+    const std::string base = DefaultOutputName();
+    for (int n = 0; n < 1000; ++n) {
+      const std::string name = n == 0 ? base : base + "-" + std::to_string(n);
+      if (::mkdir(name.c_str(), 0700) == 0) {
+        *dir = name;
+        *created = true;
+        return 0;
+      }
+      if (errno != EEXIST) {
+        std::fprintf(stderr, "hushtrace record: cannot create the trace directory %s: %s\n",
+                     name.c_str(), std::strerror(errno));
+        return 1;
+      }
+    }
+    std::fprintf(stderr, "hushtrace record: cannot find a free name for the trace directory\n");
+    return 1;
+  }
+  if (::mkdir(dir->c_str(), 0700) == 0) {
+    *created = true;
+    return 0;
+  }
+  if (errno != EEXIST) {
+    std::fprintf(stderr, "hushtrace record: cannot create the trace directory %s: %s\n",
+                 dir->c_str(), std::strerror(errno));
+    return 1;
+  }
+  struct stat st;
+  bool empty = false;
+  if (::lstat(dir->c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    return BadArguments(*dir + " is a symbolic link: give the directory it points to");
+  }
+  if (::lstat(dir->c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return BadArguments(*dir + " exists and is not a directory");
+  }
+  if (st.st_uid != ::geteuid()) return BadArguments(*dir + " is not owned by this user");
+  if (!IsEmptyDirectory(*dir, &empty)) {
+    std::fprintf(stderr, "hushtrace record: cannot read %s: %s\n", dir->c_str(),
+                 std::strerror(errno));
+    return 1;
+  }
+  if (!empty) return BadArguments("the output directory " + *dir + " exists and is not empty");
+  return 0;
+}
+
+std::string AbsolutePath(const std::string& path) {
+  if (!path.empty() && path[0] == '/') return path;
+  std::string cwd;
+  if (char* c = ::getcwd(nullptr, 0)) {
+    cwd = c;
+    std::free(c);
+  }
+  if (cwd.empty()) return path;
+  std::string rel = path;
+  while (rel.size() > 2 && rel.compare(0, 2, "./") == 0) rel.erase(0, 2);
+  return cwd == "/" ? "/" + rel : cwd + "/" + rel;
+}
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+int CountStreams(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return 0;
+  int n = 0;
+  while (const dirent* e = ::readdir(d)) {
+    if (std::strncmp(e->d_name, "stream_", 7) == 0) ++n;
+  }
+  ::closedir(d);
+  return n;
+}
+
+// ---- signal forwarding ----
+
+constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR2};
+volatile sig_atomic_t g_child = 0;
+
+void Forward(int sig, siginfo_t* info, void*) {
+  const int saved_errno = errno;
+  // A signal the terminal sent (Ctrl-C, hangup) went to the whole foreground process group, the
+  // child included: forwarding it would deliver it twice.
+  const bool from_terminal = info != nullptr && info->si_code == SI_KERNEL;
+  const pid_t child = g_child;
+  if (child > 0 && !from_terminal) ::kill(child, sig);
+  errno = saved_errno;
+}
+
+struct Options {
+  std::vector<std::string> patterns;
+  std::string output;
+  std::string mode = "stream";
+  std::string buffer_size = "1M";
+  int program = 0;  // index in argv
+};
+
+// Returns -1 when the arguments are fine, else the exit status.
+int ParseOptions(int argc, char** argv, Options* o) {
+  int i = 1;
+  for (; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--") {
+      ++i;
+      break;
+    }
+    if (arg.size() < 2 || arg[0] != '-') break;  // PROGRAM
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    std::string name, value;
+    bool has_value = false;
+    if (arg.compare(0, 2, "--") == 0) {
+      const std::size_t eq = arg.find('=');
+      name = arg.substr(0, eq);
+      if (eq != std::string::npos) {
+        value = arg.substr(eq + 1);
+        has_value = true;
+      }
+    } else {
+      name = arg.substr(0, 2);
+      if (arg.size() > 2) {
+        value = arg.substr(2);
+        has_value = true;
+      }
+    }
+    if (name == "-e") name = "--events";
+    if (name == "-o") name = "--output";
+    if (name != "--events" && name != "--output" && name != "--mode" && name != "--buffer-size") {
+      return BadArguments("unknown option '" + arg + "'");
+    }
+    if (!has_value) {
+      if (i + 1 >= argc) return BadArguments("option " + name + " needs a value");
+      value = argv[++i];
+    }
+    if (name == "--events") {
+      const std::vector<std::string> split = SplitPatterns(value);
+      if (split.empty()) return BadArguments("empty event pattern '" + value + "'");
+      o->patterns.insert(o->patterns.end(), split.begin(), split.end());
+    } else if (name == "--output") {
+      if (value.empty()) return BadArguments("empty output directory");
+      o->output = value;
+    } else if (name == "--mode") {
+      if (value != "stream" && value != "flight") {
+        return BadArguments("bad mode '" + value + "': use 'stream' or 'flight'");
+      }
+      o->mode = value;
+    } else {
+      std::size_t size;
+      if (!ParseBufferSize(value, &size) || size < kMinBufferSize) {
+        return BadArguments("bad buffer size '" + value +
+                            "': use a size from 16k to 4G (e.g. 256k, 4M)");
+      }
+      o->buffer_size = value;
+    }
+  }
+  if (i >= argc) return BadArguments("no program to run");
+  o->program = i;
+  if (o->patterns.empty()) o->patterns.emplace_back("*");
+  return -1;
+}
+
+}  // namespace
+
+int RunRecord(int argc, char** argv) {
+  Options opts;
+  if (const int status = ParseOptions(argc, argv, &opts); status >= 0) return status;
+  const char* program = argv[opts.program];
+
+  std::string events;
+  for (const std::string& p : opts.patterns) {
+    if (!events.empty()) events += ',';
+    events += p;
+    // Event names are "provider:name": a pattern without ':' nor wildcard matches nothing.
+    if (p.find_first_of(":*?[") == std::string::npos) {
+      std::fprintf(stderr,
+                   "hushtrace record: warning: pattern '%s' matches no event name "
+                   "(names are 'provider:name'; did you mean '%s:*'?)\n",
+                   p.c_str(), p.c_str());
+    }
+  }
+
+  std::string dir = opts.output;
+  bool created = false;
+  if (const int status = CreateOutputDirectory(&dir, opts.output.empty(), &created); status != 0) {
+    return status;
+  }
+  const std::string abs_dir = AbsolutePath(dir);
+  auto remove_if_unused = [&] {
+    if (!created) return;
+    ::rmdir((abs_dir + "/.ring").c_str());  // only removes empty directories
+    ::rmdir(abs_dir.c_str());
+  };
+
+  if (::setenv("HUSHTRACE_EVENTS", events.c_str(), 1) != 0 ||
+      ::setenv("HUSHTRACE_OUTPUT", abs_dir.c_str(), 1) != 0 ||
+      ::setenv("HUSHTRACE_MODE", opts.mode.c_str(), 1) != 0 ||
+      ::setenv("HUSHTRACE_BUFFER_SIZE", opts.buffer_size.c_str(), 1) != 0) {
+    std::fprintf(stderr, "hushtrace record: cannot set the environment: %s\n",
+                 std::strerror(errno));
+    remove_if_unused();
+    return 1;
+  }
+
+  // Signals to forward are blocked until the child's pid is known, so none is lost; the child
+  // gets back the original dispositions and mask before exec.
+  sigset_t forwarded, old_mask;
+  sigemptyset(&forwarded);
+  for (int sig : kForwarded) sigaddset(&forwarded, sig);
+  ::sigprocmask(SIG_BLOCK, &forwarded, &old_mask);
+  struct sigaction old_actions[std::size(kForwarded)];
+  for (std::size_t k = 0; k < std::size(kForwarded); ++k) {
+    struct sigaction sa = {};
+    sa.sa_sigaction = Forward;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(kForwarded[k], &sa, &old_actions[k]);
+  }
+  auto restore_signals = [&] {
+    for (std::size_t k = 0; k < std::size(kForwarded); ++k)
+      ::sigaction(kForwarded[k], &old_actions[k], nullptr);
+    ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+  };
+
+  // exec failures come back through a close-on-exec pipe: nothing is read when exec succeeds.
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    std::fprintf(stderr, "hushtrace record: pipe: %s\n", std::strerror(errno));
+    restore_signals();
+    remove_if_unused();
+    return 1;
+  }
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    std::fprintf(stderr, "hushtrace record: fork: %s\n", std::strerror(errno));
+    ::close(pipe_fds[0]);
+    ::close(pipe_fds[1]);
+    restore_signals();
+    remove_if_unused();
+    return 1;
+  }
+  if (pid == 0) {
+    ::close(pipe_fds[0]);
+    restore_signals();
+    ::execvp(program, argv + opts.program);
+    const int e = errno;
+    while (::write(pipe_fds[1], &e, sizeof e) < 0 && errno == EINTR) {
+    }
+    ::_exit(127);
+  }
+  g_child = pid;
+  ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);  // pending forwarded signals are delivered now
+  ::close(pipe_fds[1]);
+  int exec_errno = 0;
+  ssize_t n;
+  while ((n = ::read(pipe_fds[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR) {
+  }
+  ::close(pipe_fds[0]);
+
+  // Wait without reaping first: until the child is reaped its pid cannot be reused, so a
+  // forwarded signal never reaches another process.
+  siginfo_t info;
+  while (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) != 0 && errno == EINTR) {
+  }
+  g_child = 0;
+  int wstatus = 0;
+  while (::waitpid(pid, &wstatus, 0) < 0) {
+    if (errno != EINTR) {
+      std::fprintf(stderr, "hushtrace record: waitpid: %s\n", std::strerror(errno));
+      return 1;
+    }
+  }
+
+  if (n == static_cast<ssize_t>(sizeof exec_errno)) {
+    std::fprintf(stderr, "hushtrace record: cannot run '%s': %s\n", program,
+                 std::strerror(exec_errno));
+    remove_if_unused();
+    return 127;
+  }
+
+  int status;
+  if (WIFEXITED(wstatus)) {
+    status = WEXITSTATUS(wstatus);
+  } else if (WIFSIGNALED(wstatus)) {
+    status = 128 + WTERMSIG(wstatus);
+    std::fprintf(stderr, "hushtrace record: %s was killed by signal %d (%s)%s\n", program,
+                 WTERMSIG(wstatus), ::strsignal(WTERMSIG(wstatus)),
+                 WCOREDUMP(wstatus) ? ", core dumped" : "");
+  } else {
+    status = 1;
+  }
+
+  if (Exists(abs_dir + "/metadata")) {
+    std::fprintf(stderr, "hushtrace: trace written to %s\n", dir.c_str());
+    if (WIFSIGNALED(wstatus)) {
+      std::fprintf(
+          stderr, "hushtrace: the trace may be incomplete: %s could not write the events it held\n",
+          program);
+    } else if (CountStreams(abs_dir) == 0) {
+      std::fprintf(stderr,
+                   "hushtrace: no event was recorded: check the -e patterns against "
+                   "'hushtrace list %s' (and its libraries)\n",
+                   program);
+    }
+  } else {
+    std::fprintf(
+        stderr,
+        "hushtrace: warning: no trace was written to %s: %s did not start a tracing session "
+        "(it does not link libhushtrace, or the session failed: see the messages above)\n",
+        dir.c_str(), program);
+    remove_if_unused();
+  }
+  return status;
 }
 
 }  // namespace hush::cli

@@ -1,0 +1,579 @@
+// End-to-end tests of `hushtrace list` and `hushtrace record`, run as the user runs them.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "cli/cli_test_util.h"
+
+namespace hush::clitest {
+namespace {
+
+// ---- expected tracepoints ----
+
+struct Expected {
+  std::string name, kind, fields;
+  std::string file;    // source file name in tests/cli (or examples)
+  std::string marker;  // text of the line the location must point at
+};
+
+const std::vector<Expected>& ProgramTracepoints() {
+  static const std::vector<Expected> kList = {
+      {"cliprog:blob", "event", "(bytes data)", "cli_tp_events.h",
+       "HUSH_TRACEPOINT(cliprog, blob,"},
+      {"cliprog:empty", "event", "()", "cli_tp_events.h", "HUSH_TRACEPOINT(cliprog, empty)"},
+      {"cliprog:inline_helper", "instant", "()", "cli_tp_events.h",
+       "HUSH_INSTANT(cliprog, inline_helper)"},
+      {"cliprog:iterations", "counter", "(f64 value)", "cli_tp_prog.cc",
+       "HUSH_COUNTER(cliprog, iterations,"},
+      {"cliprog:main_loop", "span", "(phase phase)", "cli_tp_prog.cc",
+       "HUSH_SPAN(cliprog, main_loop)"},
+      {"cliprog:mixed", "instant", "()", "cli_tp_prog.cc", "HUSH_INSTANT(cliprog, mixed)"},
+      {"cliprog:mixed", "counter", "(f64 value)", "cli_tp_prog.cc", "HUSH_COUNTER(cliprog, mixed,"},
+      {"cliprog:start", "event", "(i32 argc, str arg0)", "cli_tp_events.h",
+       "HUSH_TRACEPOINT(cliprog, start,"},
+      {"cliprog:text", "event", "(str view, str owned)", "cli_tp_events.h",
+       "HUSH_TRACEPOINT(cliprog, text,"},
+      {"cliprog:tick", "instant", "()", "cli_tp_prog.cc", "HUSH_INSTANT(cliprog, tick)"},
+      {"cliprog:values", "event",
+       "(i8 a, i16 b, i32 c, i64 d, u8 e, u16 f, u32 g, u64 h, bool flag, f32 ratio, f64 mean, u16 "
+       "color)",
+       "cli_tp_events.h", "HUSH_TRACEPOINT(cliprog, values,"},
+  };
+  return kList;
+}
+
+const std::vector<Expected>& LibraryTracepoints() {
+  static const std::vector<Expected> kList = {
+      {"clilib:call", "event", "(u64 n, str tag)", "cli_tp_lib.cc",
+       "HUSH_TRACEPOINT(clilib, call,"},
+      {"clilib:depth", "counter", "(f64 value)", "cli_tp_lib.cc", "HUSH_COUNTER(clilib, depth,"},
+      {"clilib:work", "span", "(phase phase)", "cli_tp_lib.cc", "HUSH_SPAN(clilib, work)"},
+  };
+  return kList;
+}
+
+struct Row {
+  std::string name, kind, fields, location;
+};
+
+// Parses `provider:name  kind  (type field, ...)  file:line` lines: columns are separated by at
+// least two spaces; only the field list contains single spaces.
+std::vector<Row> ParseList(const std::string& out) {
+  std::vector<Row> rows;
+  for (const std::string& line : Lines(out)) {
+    const std::size_t name_end = line.find(' ');
+    const std::size_t kind_at = line.find_first_not_of(' ', name_end);
+    const std::size_t kind_end = line.find(' ', kind_at);
+    const std::size_t fields_at = line.find_first_not_of(' ', kind_end);
+    const std::size_t fields_end = line.rfind(')');
+    const std::size_t location_at = line.rfind(' ') + 1;
+    if (name_end == std::string::npos || kind_at == std::string::npos ||
+        kind_end == std::string::npos || fields_at == std::string::npos ||
+        fields_end == std::string::npos || line[fields_at] != '(' || fields_end + 3 > location_at ||
+        kind_at < name_end + 2 || fields_at < kind_end + 2 ||
+        line.find_first_not_of(' ', fields_end + 1) != location_at) {
+      ADD_FAILURE() << "unexpected line: '" << line << "'";
+      continue;
+    }
+    rows.push_back({line.substr(0, name_end), line.substr(kind_at, kind_end - kind_at),
+                    line.substr(fields_at, fields_end + 1 - fields_at), line.substr(location_at)});
+  }
+  return rows;
+}
+
+void ExpectList(const std::string& out, const std::vector<Expected>& expected,
+                const std::string& source_dir) {
+  const std::vector<Row> rows = ParseList(out);
+  ASSERT_EQ(rows.size(), expected.size()) << out;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const Expected& e = expected[i];
+    EXPECT_EQ(rows[i].name, e.name) << out;
+    EXPECT_EQ(rows[i].kind, e.kind) << e.name;
+    EXPECT_EQ(rows[i].fields, e.fields) << e.name;
+    const int line = LineOf(source_dir + "/" + e.file, e.marker);
+    ASSERT_GT(line, 0) << "marker not found: " << e.marker;
+    const std::string suffix = "/" + e.file + ":" + std::to_string(line);
+    EXPECT_TRUE(rows[i].location.size() >= suffix.size() &&
+                rows[i].location.compare(rows[i].location.size() - suffix.size(), suffix.size(),
+                                         suffix) == 0)
+        << e.name << ": location " << rows[i].location << ", expected ..." << suffix;
+  }
+}
+
+std::string CliSourceDir() { return SourceDir() + "/tests/cli"; }
+
+RunResult List(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {HushtraceCli(), "list"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunCommand(argv);
+}
+
+bool Contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+// ---- hushtrace list ----
+
+TEST(CliList, PieExecutable) {
+  const RunResult r = List({CLI_TP_PIE});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  ExpectList(r.out, ProgramTracepoints(), CliSourceDir());
+}
+
+TEST(CliList, NonPieExecutable) {
+  const RunResult r = List({CLI_TP_NOPIE});
+  ASSERT_EQ(r.status, 0) << r.err;
+  ExpectList(r.out, ProgramTracepoints(), CliSourceDir());
+}
+
+TEST(CliList, SharedLibrary) {
+  const RunResult r = List({CLI_TP_LIB});
+  ASSERT_EQ(r.status, 0) << r.err;
+  ExpectList(r.out, LibraryTracepoints(), CliSourceDir());
+}
+
+TEST(CliList, RelocatableObject) {
+  const RunResult r = List({CLI_TP_OBJECT});
+  ASSERT_EQ(r.status, 0) << r.err;
+  ExpectList(r.out, LibraryTracepoints(), CliSourceDir());
+}
+
+#ifdef CLI_TP_RELR
+TEST(CliList, PackedRelativeRelocations) {
+  const RunResult r = List({CLI_TP_RELR});
+  ASSERT_EQ(r.status, 0) << r.err;
+  ExpectList(r.out, ProgramTracepoints(), CliSourceDir());
+}
+#endif
+
+#ifdef CLI_TP_LLD
+TEST(CliList, LinkedByLld) {
+  const RunResult r = List({CLI_TP_LLD});
+  ASSERT_EQ(r.status, 0) << r.err;
+  ExpectList(r.out, ProgramTracepoints(), CliSourceDir());
+}
+#endif
+
+TEST(CliList, DemoServer) {
+  const RunResult r = List({BinaryDir() + "/examples/demo_server"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::vector<Expected> expected = {
+      {"demo:checkpoint", "instant", "()", "demo_server.cc", "HUSH_INSTANT(demo, checkpoint)"},
+      {"demo:handle", "span", "(phase phase)", "demo_server.cc", "HUSH_SPAN(demo, handle)"},
+      {"demo:queue_depth", "counter", "(f64 value)", "demo_server.cc",
+       "HUSH_COUNTER(demo, queue_depth,"},
+      {"demo:request", "event", "(u32 worker, u64 request_id, str path)", "demo_server.cc",
+       "HUSH_TRACEPOINT(demo, request,"},
+      {"demo:response", "event", "(u64 request_id, u8 status, u32 bytes, f64 latency_us)",
+       "demo_server.cc", "HUSH_TRACEPOINT(demo, response,"},
+  };
+  ExpectList(r.out, expected, SourceDir() + "/examples");
+}
+
+TEST(CliList, SeveralBinaries) {
+  const RunResult r = List({CLI_TP_PIE, CLI_TP_LIB});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::vector<std::string> lines = Lines(r.out);
+  ASSERT_EQ(lines.size(), 1 + ProgramTracepoints().size() + 1 + 1 + LibraryTracepoints().size())
+      << r.out;
+  EXPECT_EQ(lines[0], std::string(CLI_TP_PIE) + ":");
+  EXPECT_EQ(lines[1 + ProgramTracepoints().size()], "");
+  EXPECT_EQ(lines[2 + ProgramTracepoints().size()], std::string(CLI_TP_LIB) + ":");
+}
+
+TEST(CliList, Json) {
+  const RunResult r = List({"--json", CLI_TP_PIE});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.front(), '[');
+  EXPECT_TRUE(Contains(r.out, "\"file\": \"" + std::string(CLI_TP_PIE) + "\"")) << r.out;
+  const std::string build_id = LineContaining(r.out, "\"build_id\": \"");
+  const std::size_t id_at = build_id.find(": \"") + 3;
+  EXPECT_TRUE(IsLowerHex(build_id.substr(id_at, build_id.rfind('"') - id_at), 16)) << build_id;
+  EXPECT_TRUE(
+      Contains(r.out,
+               "{\"name\": \"cliprog:start\", \"provider\": \"cliprog\", \"event\": \"start\", "
+               "\"kind\": \"event\", \"fields\": [{\"name\": \"argc\", \"type\": \"i32\"}, "
+               "{\"name\": \"arg0\", \"type\": \"str\"}]"))
+      << r.out;
+  // cliprog:start is emitted from two translation units: two sites, one location.
+  const std::string start = LineContaining(r.out, "\"name\": \"cliprog:start\"");
+  const std::string start_line = std::to_string(
+      LineOf(CliSourceDir() + "/cli_tp_events.h", "HUSH_TRACEPOINT(cliprog, start,"));
+  EXPECT_TRUE(
+      Contains(start, "/cli_tp_events.h\", \"line\": " + start_line + ", \"locations\": [\""))
+      << start;
+  EXPECT_TRUE(Contains(start, "/cli_tp_events.h:" + start_line + "\"], \"sites\": 2}")) << start;
+  // cliprog:tick has two sites on two lines.
+  const std::string tick = LineContaining(r.out, "\"name\": \"cliprog:tick\"");
+  EXPECT_TRUE(Contains(tick, "cli_tp_prog.cc:" +
+                                 std::to_string(LineOf(CliSourceDir() + "/cli_tp_prog.cc",
+                                                       "HUSH_INSTANT(cliprog, tick)")) +
+                                 "\", \""))
+      << tick;
+  EXPECT_TRUE(Contains(tick, "\"sites\": 2}")) << tick;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '{'),
+            std::count(r.out.begin(), r.out.end(), '}'));
+}
+
+TEST(CliList, HelpAndBadArguments) {
+  RunResult r = List({"--help"});
+  EXPECT_EQ(r.status, 0);
+  EXPECT_TRUE(Contains(r.out, "usage: hushtrace list")) << r.out;
+  r = List({});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(Contains(r.err, "no binary")) << r.err;
+  r = List({"--frobnicate", CLI_TP_PIE});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(Contains(r.err, "unknown option '--frobnicate'")) << r.err;
+  r = RunCommand({HushtraceCli(), "record", "--help"});
+  EXPECT_EQ(r.status, 0);
+  EXPECT_TRUE(Contains(r.out, "usage: hushtrace record")) << r.out;
+}
+
+class CliListErrors : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = MakeTempDir();
+    ASSERT_FALSE(dir_.empty());
+  }
+  void TearDown() override { RemoveTree(dir_); }
+
+  // `hushtrace list FILE` must fail with exit status 1, a message naming FILE, and no crash.
+  void ExpectFailure(const std::string& file, const std::string& message) {
+    const RunResult r = List({file});
+    EXPECT_EQ(r.status, 1) << file << ": " << r.err;
+    EXPECT_EQ(r.out, "") << file;
+    EXPECT_TRUE(Contains(r.err, file)) << r.err;
+    EXPECT_TRUE(Contains(r.err, message)) << file << ": expected '" << message << "' in: " << r.err;
+    EXPECT_TRUE(CleanStderr(r.err)) << r.err;
+  }
+
+  std::string dir_;
+};
+
+TEST_F(CliListErrors, NotElf) {
+  WriteFile(dir_ + "/empty", "");
+  ExpectFailure(dir_ + "/empty", "empty file, not an ELF file");
+  WriteFile(dir_ + "/text", "#!/bin/sh\necho hello\n");
+  ExpectFailure(dir_ + "/text", "not an ELF file");
+  std::string garbage;
+  unsigned x = 12345;
+  for (int i = 0; i < 100000; ++i) garbage += static_cast<char>((x = x * 1103515245 + 12345) >> 16);
+  WriteFile(dir_ + "/garbage", garbage);
+  ExpectFailure(dir_ + "/garbage", "not an ELF file");
+  // ELF magic then garbage.
+  WriteFile(dir_ + "/magic",
+            "\x7f"
+            "ELF" +
+                garbage);
+  ExpectFailure(dir_ + "/magic", "(offset 0x");
+  std::string elf32 = ReadFile(CLI_TP_PIE).substr(0, 64);
+  elf32[4] = 1;  // ELFCLASS32
+  WriteFile(dir_ + "/elf32", elf32);
+  ExpectFailure(dir_ + "/elf32", "32-bit ELF files are not supported");
+  ExpectFailure(dir_ + "/missing", "No such file or directory");
+  ExpectFailure(dir_, "is a directory");
+}
+
+TEST_F(CliListErrors, Truncated) {
+  const std::string image = ReadFile(CLI_TP_PIE);
+  ASSERT_GT(image.size(), 8192u);
+  for (std::size_t size :
+       {std::size_t{3}, std::size_t{20}, std::size_t{63}, std::size_t{64}, std::size_t{200},
+        std::size_t{4096}, image.size() / 2, image.size() - 1}) {
+    const std::string path = dir_ + "/truncated_" + std::to_string(size);
+    WriteFile(path, image.substr(0, size));
+    const RunResult r = List({path});
+    EXPECT_EQ(r.status, 1) << path << ": " << r.err;
+    EXPECT_TRUE(Contains(r.err, path)) << r.err;
+    EXPECT_TRUE(CleanStderr(r.err)) << r.err;
+  }
+}
+
+TEST_F(CliListErrors, NoTracepoints) {
+  // The CLI links the runtime (which has the note but no site) and gtest binaries have neither.
+  ExpectFailure(HushtraceCli(), "no hushtrace tracepoints in " + HushtraceCli());
+  const std::string sh = FindInPath("sh");
+  if (!sh.empty()) ExpectFailure(sh, "no hushtrace tracepoints in " + sh);
+}
+
+TEST_F(CliListErrors, SeveralFilesOneBad) {
+  WriteFile(dir_ + "/bad", "nope");
+  const RunResult r = List({CLI_TP_LIB, dir_ + "/bad"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(Contains(r.out, "clilib:call")) << r.out;
+  EXPECT_TRUE(Contains(r.err, dir_ + "/bad: not an ELF file")) << r.err;
+}
+
+// ---- hushtrace record ----
+
+class CliRecord : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = MakeTempDir();
+    ASSERT_FALSE(dir_.empty());
+  }
+  void TearDown() override { RemoveTree(dir_); }
+
+  RunResult Record(const std::vector<std::string>& args, const RunOptions& options = {}) {
+    std::vector<std::string> argv = {HushtraceCli(), "record"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunCommand(argv, options);
+  }
+
+  // babeltrace2's text output of the trace; false (the caller skips) if babeltrace2 is missing.
+  bool Babeltrace(const std::string& trace, std::string* text) {
+    if (FindInPath("babeltrace2").empty()) return false;
+    const RunResult r = RunCommand({"babeltrace2", trace});
+    EXPECT_EQ(r.status, 0) << r.err;
+    *text = r.out;
+    return true;
+  }
+
+  void ExpectPermissions(const std::string& trace) {
+    struct stat st;
+    ASSERT_EQ(::stat(trace.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0700u) << trace;
+    int files = 0;
+    for (const std::string& name : ListDir(trace)) {
+      const std::string path = trace + "/" + name;
+      ASSERT_EQ(::lstat(path.c_str(), &st), 0);
+      if (S_ISDIR(st.st_mode)) {
+        EXPECT_EQ(st.st_mode & 07777, 0700u) << path;
+      } else {
+        EXPECT_TRUE(S_ISREG(st.st_mode)) << path;
+        EXPECT_EQ(st.st_mode & 07777, 0600u) << path;
+        ++files;
+      }
+    }
+    EXPECT_GE(files, 2);  // metadata and at least one stream
+  }
+
+  std::string dir_;
+};
+
+TEST_F(CliRecord, ExitStatusAndReadableTrace) {
+  const std::string trace = dir_ + "/trace";
+  const RunResult r =
+      Record({"-e", "cliprog:*", "-e", "clilib:call", "-o", trace, "--", CLI_TP_PIE, "exit", "3"});
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_TRUE(Contains(r.err, "hushtrace: trace written to " + trace)) << r.err;
+  EXPECT_TRUE(CleanStderr(r.err)) << r.err;
+  ASSERT_TRUE(PathExists(trace + "/metadata"));
+  EXPECT_TRUE(PathExists(trace + "/stream_0"));
+  ExpectPermissions(trace);
+  const std::string metadata = ReadFile(trace + "/metadata");
+  EXPECT_TRUE(Contains(metadata, "name = \"cliprog:values\"")) << metadata;
+  EXPECT_TRUE(Contains(metadata, "name = \"clilib:call\""));
+  EXPECT_FALSE(Contains(metadata, "name = \"clilib:work\""));  // not enabled
+  std::string text;
+  if (!Babeltrace(trace, &text)) GTEST_SKIP() << "babeltrace2 is not installed";
+  for (const char* event :
+       {"cliprog:start:", "cliprog:values:", "cliprog:text:", "cliprog:blob:", "cliprog:empty:",
+        "cliprog:main_loop:", "cliprog:iterations:", "cliprog:tick:", "cliprog:mixed:",
+        "cliprog:inline_helper:", "clilib:call:"}) {
+    EXPECT_TRUE(Contains(text, event)) << event << " missing in:\n" << text;
+  }
+  EXPECT_FALSE(Contains(text, "clilib:work:"));
+  EXPECT_FALSE(Contains(text, "clilib:depth:"));
+  EXPECT_TRUE(Contains(text, "argc = 3")) << text;
+}
+
+TEST_F(CliRecord, NonPieWithStaticRuntime) {
+  const std::string trace = dir_ + "/trace";
+  const RunResult r = Record({"-o", trace, CLI_TP_NOPIE, "exit", "0"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  ASSERT_TRUE(PathExists(trace + "/metadata")) << r.err;
+  ExpectPermissions(trace);
+  std::string text;
+  if (!Babeltrace(trace, &text)) GTEST_SKIP() << "babeltrace2 is not installed";
+  EXPECT_TRUE(Contains(text, "cliprog:start:")) << text;
+  EXPECT_TRUE(Contains(text, "cliprog:values:")) << text;
+}
+
+TEST_F(CliRecord, FlightMode) {
+  const std::string trace = dir_ + "/trace";
+  const RunResult r =
+      Record({"--mode", "flight", "--buffer-size=64k", "-o", trace, "--", CLI_TP_PIE, "exit", "0"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  ASSERT_TRUE(PathExists(trace + "/metadata")) << r.err;
+  EXPECT_TRUE(Contains(ReadFile(trace + "/metadata"), "hushtrace_mode = \"flight\""));
+  std::string text;
+  if (!Babeltrace(trace, &text)) GTEST_SKIP() << "babeltrace2 is not installed";
+  EXPECT_TRUE(Contains(text, "cliprog:start:")) << text;
+  EXPECT_TRUE(Contains(text, "clilib:work:")) << text;
+}
+
+TEST_F(CliRecord, KilledBySignal) {
+  const std::string trace = dir_ + "/trace";
+  const RunResult r = Record({"-o", trace, CLI_TP_PIE, "kill"});
+  EXPECT_EQ(r.status, 128 + SIGKILL) << r.err;
+  EXPECT_TRUE(Contains(r.err, "killed by signal 9")) << r.err;
+  EXPECT_TRUE(PathExists(trace + "/metadata"));  // written when the session started
+}
+
+TEST_F(CliRecord, ChildEnvironment) {
+  const RunResult r = Record({"-e", "a:*", "--events", "b:c, d:*", "--mode=flight", "--buffer-size",
+                              "64k", "-o", "out", CLI_TP_PIE, "env"},
+                             RunOptions{dir_, {}, 120});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "HUSHTRACE_EVENTS=a:*,b:c,d:*\n"
+            "HUSHTRACE_OUTPUT=" +
+                dir_ +
+                "/out\n"
+                "HUSHTRACE_MODE=flight\n"
+                "HUSHTRACE_BUFFER_SIZE=64k\n");
+  EXPECT_TRUE(PathExists(dir_ + "/out/metadata")) << r.err;
+}
+
+TEST_F(CliRecord, Defaults) {
+  const RunResult r =
+      Record({CLI_TP_PIE, "env"}, RunOptions{dir_, {"HUSHTRACE_BUFFER_SIZE=999k"}, 120});
+  EXPECT_EQ(r.status, 0) << r.err;
+  const std::vector<std::string> entries = ListDir(dir_);
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_TRUE(MatchesShape(entries[0], "hushtrace-########-######")) << entries[0];
+  EXPECT_EQ(r.out,
+            "HUSHTRACE_EVENTS=*\n"
+            "HUSHTRACE_OUTPUT=" +
+                dir_ + "/" + entries[0] +
+                "\n"
+                "HUSHTRACE_MODE=stream\n"
+                "HUSHTRACE_BUFFER_SIZE=1M\n");
+  EXPECT_TRUE(Contains(r.err, "trace written to " + entries[0])) << r.err;
+  // `env` emits nothing: the CLI says so.
+  EXPECT_TRUE(Contains(r.err, "no event was recorded")) << r.err;
+  // Every tracepoint of the program and of its library is enabled by default.
+  const std::string metadata = ReadFile(dir_ + "/" + entries[0] + "/metadata");
+  EXPECT_TRUE(Contains(metadata, "name = \"cliprog:start\"")) << metadata;
+  EXPECT_TRUE(Contains(metadata, "name = \"clilib:work\"")) << metadata;
+
+  // A second recording in the same second gets another directory.
+  const RunResult again = Record({CLI_TP_PIE, "exit", "0"}, RunOptions{dir_, {}, 120});
+  EXPECT_EQ(again.status, 0) << again.err;
+  EXPECT_EQ(ListDir(dir_).size(), 2u);
+}
+
+// The CLI links the runtime library; it must not start a session of its own from the
+// environment (which `record` also uses to pass the session to the child).
+TEST_F(CliRecord, CliDoesNotTraceItself) {
+  const std::vector<std::string> env = {"HUSHTRACE_EVENTS=*", "HUSHTRACE_OUTPUT=" + dir_ + "/self"};
+  RunResult r = RunCommand({HushtraceCli(), "list", CLI_TP_LIB}, RunOptions{dir_, env, 120});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_FALSE(PathExists(dir_ + "/self"));
+  r = Record({"-o", dir_ + "/trace", CLI_TP_PIE, "exit", "0"}, RunOptions{dir_, env, 120});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_FALSE(PathExists(dir_ + "/self"));
+  EXPECT_TRUE(PathExists(dir_ + "/trace/metadata"));
+  EXPECT_EQ(ListDir(dir_).size(), 1u);
+}
+
+TEST_F(CliRecord, ForwardsSigterm) {
+  const std::string trace = dir_ + "/trace", ready = dir_ + "/ready";
+  const pid_t pid = Spawn({HushtraceCli(), "record", "-o", trace, CLI_TP_PIE, "serve", ready},
+                          dir_ + "/out", dir_ + "/err");
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(WaitForFile(ready, 60)) << ReadFile(dir_ + "/err");
+  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  EXPECT_EQ(Wait(pid), 128 + SIGTERM) << ReadFile(dir_ + "/err");  // the child died of it
+  EXPECT_TRUE(Contains(ReadFile(dir_ + "/err"), "killed by signal 15"));
+}
+
+TEST_F(CliRecord, ForwardsSigintAndTheProgramFinishesTheTrace) {
+  const std::string trace = dir_ + "/trace", ready = dir_ + "/ready";
+  const pid_t pid = Spawn(
+      {HushtraceCli(), "record", "-e", "cliprog:tick", "-o", trace, CLI_TP_PIE, "serve", ready},
+      dir_ + "/out", dir_ + "/err");
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(WaitForFile(ready, 60)) << ReadFile(dir_ + "/err");
+  ASSERT_EQ(::kill(pid, SIGINT), 0);
+  EXPECT_EQ(Wait(pid), 0) << ReadFile(dir_ + "/err");  // the program handles SIGINT and returns 0
+  EXPECT_TRUE(Contains(ReadFile(dir_ + "/err"), "trace written to " + trace));
+  std::string text;
+  if (!Babeltrace(trace, &text)) GTEST_SKIP() << "babeltrace2 is not installed";
+  EXPECT_TRUE(Contains(text, "cliprog:tick:")) << text;
+}
+
+TEST_F(CliRecord, BadArguments) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{}, "no program to run"},
+      {{"-o", "x"}, "no program to run"},
+      {{"--"}, "no program to run"},
+      {{"--mode", "fast", CLI_TP_PIE}, "bad mode 'fast'"},
+      {{"--mode"}, "option --mode needs a value"},
+      {{"--buffer-size", "1k", CLI_TP_PIE}, "bad buffer size '1k'"},
+      {{"--buffer-size", "12q", CLI_TP_PIE}, "bad buffer size '12q'"},
+      {{"--buffer-size", "", CLI_TP_PIE}, "bad buffer size ''"},
+      {{"--buffer-size", "17179869185G", CLI_TP_PIE}, "bad buffer size"},
+      {{"--buffer-size", "99999999999999999999999", CLI_TP_PIE}, "bad buffer size"},
+      {{"-e", "", CLI_TP_PIE}, "empty event pattern"},
+      {{"-e", " , ", CLI_TP_PIE}, "empty event pattern"},
+      {{"-e"}, "option --events needs a value"},
+      {{"-o", "", CLI_TP_PIE}, "empty output directory"},
+      {{"--bogus", CLI_TP_PIE}, "unknown option '--bogus'"},
+      {{"-x", CLI_TP_PIE}, "unknown option '-x'"},
+  };
+  for (const auto& [args, message] : cases) {
+    const RunResult r = Record(args, RunOptions{dir_, {}, 120});
+    EXPECT_EQ(r.status, 2) << testing::PrintToString(args) << ": " << r.err;
+    EXPECT_TRUE(Contains(r.err, message)) << testing::PrintToString(args) << ": " << r.err;
+  }
+  EXPECT_TRUE(ListDir(dir_).empty());  // nothing was created
+}
+
+TEST_F(CliRecord, OutputDirectoryAlreadyUsed) {
+  const std::string trace = dir_ + "/trace";
+  ASSERT_EQ(::mkdir(trace.c_str(), 0700), 0);
+  WriteFile(trace + "/something", "x");
+  const RunResult r = Record({"-o", trace, CLI_TP_PIE, "exit", "0"});
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_TRUE(Contains(r.err, "exists and is not empty")) << r.err;
+  // An empty existing directory is used.
+  const std::string empty = dir_ + "/empty";
+  ASSERT_EQ(::mkdir(empty.c_str(), 0755), 0);
+  const RunResult ok = Record({"-o", empty, CLI_TP_PIE, "exit", "0"});
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  EXPECT_TRUE(PathExists(empty + "/metadata"));
+  ExpectPermissions(empty);
+  // A file is not a directory.
+  const RunResult file = Record({"-o", trace + "/something", CLI_TP_PIE, "exit", "0"});
+  EXPECT_EQ(file.status, 2) << file.err;
+  // A symbolic link is refused (the runtime would refuse it too).
+  ASSERT_EQ(::symlink(empty.c_str(), (dir_ + "/link").c_str()), 0);
+  const RunResult link = Record({"-o", dir_ + "/link", CLI_TP_PIE, "exit", "0"});
+  EXPECT_EQ(link.status, 2) << link.err;
+  EXPECT_TRUE(Contains(link.err, "is a symbolic link")) << link.err;
+  // A directory that cannot be created.
+  const RunResult missing = Record({"-o", dir_ + "/no/such/dir", CLI_TP_PIE, "exit", "0"});
+  EXPECT_EQ(missing.status, 1) << missing.err;
+  EXPECT_TRUE(Contains(missing.err, "cannot create the trace directory")) << missing.err;
+}
+
+TEST_F(CliRecord, ProgramCannotRun) {
+  const RunResult r = Record({"-o", dir_ + "/trace", dir_ + "/no-such-program"});
+  EXPECT_EQ(r.status, 127) << r.err;
+  EXPECT_TRUE(
+      Contains(r.err, "cannot run '" + dir_ + "/no-such-program': No such file or directory"))
+      << r.err;
+  EXPECT_FALSE(PathExists(dir_ + "/trace"));  // removed
+  const RunResult p = Record({"-o", dir_ + "/trace", "hushtrace-no-such-program-in-path"});
+  EXPECT_EQ(p.status, 127) << p.err;
+  EXPECT_TRUE(CleanStderr(p.err)) << p.err;
+}
+
+TEST_F(CliRecord, ProgramWithoutRuntime) {
+  const RunResult r = Record({"-o", dir_ + "/trace", "sh", "-c", "exit 5"});
+  EXPECT_EQ(r.status, 5) << r.err;
+  EXPECT_TRUE(Contains(r.err, "warning: no trace was written to " + dir_ + "/trace")) << r.err;
+  EXPECT_FALSE(PathExists(dir_ + "/trace"));  // it was created for nothing: removed
+}
+
+}  // namespace
+}  // namespace hush::clitest

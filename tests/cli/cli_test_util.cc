@@ -1,0 +1,265 @@
+#include "cli/cli_test_util.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace hush::clitest {
+namespace {
+
+std::vector<char*> CArgs(const std::vector<std::string>& argv) {
+  std::vector<char*> out;
+  for (const std::string& a : argv) out.push_back(const_cast<char*>(a.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+int DecodeStatus(int wstatus) {
+  if (WIFEXITED(wstatus)) return WEXITSTATUS(wstatus);
+  if (WIFSIGNALED(wstatus)) return 128 + WTERMSIG(wstatus);
+  return -1;
+}
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+
+}  // namespace
+
+RunResult RunCommand(const std::vector<std::string>& argv, const RunOptions& options) {
+  RunResult result;
+  int out_pipe[2], err_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) return result;
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    ::close(out_pipe[0]);
+    ::close(out_pipe[1]);
+    return result;
+  }
+  std::vector<char*> args = CArgs(argv);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(out_pipe[1], 1);
+    ::dup2(err_pipe[1], 2);
+    if (!options.cwd.empty() && ::chdir(options.cwd.c_str()) != 0) ::_exit(126);
+    for (const std::string& e : options.env) ::putenv(const_cast<char*>(e.c_str()));
+    ::execvp(args[0], args.data());
+    ::_exit(127);
+  }
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  if (pid < 0) {
+    ::close(out_pipe[0]);
+    ::close(err_pipe[0]);
+    return result;
+  }
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(options.timeout_seconds);
+  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  std::string* sinks[2] = {&result.out, &result.err};
+  int open_fds = 2;
+  bool timed_out = false;
+  while (open_fds > 0) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      timed_out = true;
+      break;
+    }
+    const int n = ::poll(fds, 2, static_cast<int>(left.count()));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      char buf[4096];
+      const ssize_t r = ::read(fds[i].fd, buf, sizeof buf);
+      if (r > 0) {
+        sinks[i]->append(buf, static_cast<std::size_t>(r));
+      } else if (r == 0 || errno != EINTR) {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_fds;
+      }
+    }
+  }
+  for (pollfd& p : fds) {
+    if (p.fd >= 0) ::close(p.fd);
+  }
+  if (timed_out) ::kill(pid, SIGKILL);
+  int wstatus = 0;
+  while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  result.status = timed_out ? -1 : DecodeStatus(wstatus);
+  return result;
+}
+
+pid_t Spawn(const std::vector<std::string>& argv, const std::string& out_file,
+            const std::string& err_file) {
+  std::vector<char*> args = CArgs(argv);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int out = ::open(out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int err = ::open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (out < 0 || err < 0) ::_exit(126);
+    ::dup2(out, 1);
+    ::dup2(err, 2);
+    ::execvp(args[0], args.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+int Wait(pid_t pid, int timeout_seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_seconds);
+  for (;;) {
+    int wstatus = 0;
+    const pid_t r = ::waitpid(pid, &wstatus, WNOHANG);
+    if (r == pid) return DecodeStatus(wstatus);
+    if (r < 0 && errno != EINTR) return -1;
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+      }
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+std::string BinaryDir() { return Env("HUSH_BINARY_DIR"); }
+std::string SourceDir() { return Env("HUSH_SOURCE_DIR"); }
+std::string HushtraceCli() { return BinaryDir() + "/tools/hushtrace/hushtrace"; }
+
+std::string MakeTempDir() {
+  std::string base = Env("TMPDIR");
+  if (base.empty()) base = "/tmp";
+  std::string tmpl = base + "/hush_cli_test.XXXXXX";
+  if (::mkdtemp(tmpl.data()) == nullptr) return "";
+  // The canonical path: the CLI makes HUSHTRACE_OUTPUT absolute from getcwd().
+  char* real = ::realpath(tmpl.c_str(), nullptr);
+  std::string out = real ? real : tmpl;
+  std::free(real);
+  return out;
+}
+
+void RemoveTree(const std::string& path) {
+  if (path.empty()) return;
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) return;
+  if (S_ISDIR(st.st_mode)) {
+    for (const std::string& name : ListDir(path)) RemoveTree(path + "/" + name);
+    ::rmdir(path.c_str());
+  } else {
+    ::unlink(path.c_str());
+  }
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool WriteFile(const std::string& path, const std::string& content) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << content;
+  return static_cast<bool>(out);
+}
+
+bool PathExists(const std::string& path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+bool WaitForFile(const std::string& path, int timeout_seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (PathExists(path)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+std::vector<std::string> ListDir(const std::string& path) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(path.c_str());
+  if (d == nullptr) return out;
+  while (const dirent* e = ::readdir(d)) {
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
+      out.emplace_back(e->d_name);
+  }
+  ::closedir(d);
+  return out;
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) out.push_back(line);
+  return out;
+}
+
+int LineOf(const std::string& file, const std::string& marker) {
+  const std::vector<std::string> lines = Lines(ReadFile(file));
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].find(marker) != std::string::npos) return static_cast<int>(i + 1);
+  }
+  return 0;
+}
+
+std::string FindInPath(const std::string& program) {
+  std::istringstream path(Env("PATH"));
+  std::string dir;
+  while (std::getline(path, dir, ':')) {
+    const std::string candidate = (dir.empty() ? "." : dir) + "/" + program;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+bool IsLowerHex(const std::string& s, std::size_t min_length) {
+  if (s.size() < min_length) return false;
+  for (char c : s) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+bool MatchesShape(const std::string& s, const std::string& shape) {
+  if (s.size() != shape.size()) return false;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (shape[i] == '#' ? !(s[i] >= '0' && s[i] <= '9') : s[i] != shape[i]) return false;
+  }
+  return true;
+}
+
+std::string LineContaining(const std::string& text, const std::string& needle) {
+  for (const std::string& line : Lines(text)) {
+    if (line.find(needle) != std::string::npos) return line;
+  }
+  return "";
+}
+
+bool CleanStderr(const std::string& err) {
+  return err.find("Sanitizer") == std::string::npos &&
+         err.find("runtime error:") == std::string::npos &&
+         err.find("Segmentation fault") == std::string::npos;
+}
+
+}  // namespace hush::clitest
