@@ -101,12 +101,12 @@ void OnSnapshotSignal(int) { ::sem_post(&g_snapshot_sem); }  // async-signal-saf
 
 void Core::ForgetInChild() {
   active_.store(nullptr, std::memory_order_relaxed);
-  // The descriptors and the patched text are copy-on-write private memory: disabling them here
-  // does not affect the parent. The registry's mutex state is whatever fork() copied; only this
-  // thread exists, and the parent held mu_ across fork only if it was inside Start/Stop (see the
-  // prepare handler). The child's static-key sites go back to NOPs (src/patch; if the parent was
-  // in the middle of a batch they keep their jumps, which find every state 0).
-  GlobalRegistry().DisableAllInChild();
+  // The descriptors are copy-on-write private memory: disabling them here does not affect the
+  // parent. Only this thread exists in the child.
+  for (registry::Event& e : GlobalRegistry().events()) {
+    e.enabled = false;
+    for (internal::Descriptor* d : e.descriptors) d->state.store(0, std::memory_order_relaxed);
+  }
   // This thread's writer points into a MAP_SHARED ring of the parent: detach it.
   internal::ThreadWriter& w = internal::tls_writer;
   w.end.store(nullptr, std::memory_order_relaxed);
