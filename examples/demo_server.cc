@@ -1,6 +1,8 @@
 // A small multi-threaded "server" instrumented with hushtrace, used by `make demo`.
 #include <hushtrace/hushtrace.h>
 
+#include <pthread.h>
+
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -25,6 +27,8 @@ std::uint64_t Work(std::uint64_t n) {
 }
 
 void Worker(std::uint32_t worker, int requests) {
+  const std::string name = "worker-" + std::to_string(worker);
+  pthread_setname_np(pthread_self(), name.c_str());
   static const char* kPaths[] = {"/index.html", "/api/users", "/api/orders", "/static/app.js"};
   for (int i = 0; i < requests; ++i) {
     const std::uint64_t id = (std::uint64_t{worker} << 32) | static_cast<std::uint32_t>(i);
