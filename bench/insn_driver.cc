@@ -2,7 +2,10 @@
 // (instructions per event, docs/benchmarks.md) and for the bytes-per-event measurement.
 //
 //   hush_insn_driver MODE N [TRACE_DIR]
-//   MODE: empty | disabled | enabled2int | string32 | span
+//   MODE: empty | disabled | disabled_flag | enabled2int | string32 | span
+//
+// `disabled` is a static-key site (a 5-byte NOP, unless the build is HUSH_STATIC_KEYS=OFF);
+// `disabled_flag` the same tracepoint as a load-and-branch site (insn_driver_flag.cc).
 //
 // The loop of each mode is its own extern "C" function bench_loop_MODE, so that
 //   valgrind --tool=callgrind --toggle-collect='bench_loop_*' hush_insn_driver MODE N DIR
@@ -23,6 +26,8 @@
 #define HUSHBENCH_LOOP_BARRIER(i) asm volatile("" : "+r"(i) : : "memory")
 
 extern "C" {
+
+void bench_loop_disabled_flag(std::int32_t n);  // insn_driver_flag.cc
 
 [[gnu::noinline]] void bench_loop_empty(std::int32_t n) {
   for (std::int32_t i = 0; i < n; ++i) {
@@ -69,6 +74,8 @@ void Run(const std::string& mode, std::int32_t n) {
     bench_loop_empty(n);
   } else if (mode == "disabled") {
     bench_loop_disabled(n);
+  } else if (mode == "disabled_flag") {
+    bench_loop_disabled_flag(n);
   } else if (mode == "enabled2int") {
     bench_loop_enabled2int(n);
   } else if (mode == "string32") {
@@ -82,14 +89,16 @@ void Run(const std::string& mode, std::int32_t n) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s empty|disabled|enabled2int|string32|span N [TRACE_DIR]\n",
+    std::fprintf(stderr,
+                 "usage: %s empty|disabled|disabled_flag|enabled2int|string32|span N [TRACE_DIR]\n",
                  argv[0]);
     return 2;
   }
   const std::string mode = argv[1];
   const long n = std::strtol(argv[2], nullptr, 10);
   const bool enabled = mode == "enabled2int" || mode == "string32" || mode == "span";
-  if (!(enabled || mode == "empty" || mode == "disabled") || n < 0 || n > INT32_MAX) {
+  if (!(enabled || mode == "empty" || mode == "disabled" || mode == "disabled_flag") || n < 0 ||
+      n > INT32_MAX) {
     std::fprintf(stderr, "hush_insn_driver: bad mode or count\n");
     return 2;
   }

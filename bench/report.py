@@ -36,7 +36,8 @@ GB_ROWS = {
         "BM_LttngSpan/real_time": ("span", 2),
     },
 }
-EVENTS_PER_ITERATION = {"empty": 1, "disabled": 1, "enabled2int": 1, "string32": 1, "span": 2}
+EVENTS_PER_ITERATION = {"empty": 1, "disabled": 1, "disabled_flag": 1, "enabled2int": 1, "string32": 1,
+                        "span": 2}
 WARMUP = 10000
 
 
@@ -270,6 +271,15 @@ def load_sizes(raw, n1, n2):
     return out
 
 
+def load_keys(raw):
+    """keys_enable_bench: one JSON object per line (op, event, sites, load, min/median/p90 us)."""
+    path = os.path.join(raw, "keys_enable.jsonl")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
 def load_startup(raw):
     out = {}
     for phase in ("a", "b"):
@@ -445,9 +455,11 @@ def render(res):
     t = ["| callgrind, instructions | hushtrace | LTTng-UST | LTTng / hushtrace |", "|---|---:|---:|---:|"]
     t.append(f"| empty loop, per iteration | {fmt(cg(cg_h, 'empty', 'per_iteration'), 2)} | "
              f"{fmt(cg(cg_l, 'empty', 'per_iteration'), 2)} | |")
-    t.append(f"| disabled tracepoint, extra per iteration over the empty loop | "
-             f"{fmt(cg(cg_h, 'disabled', 'per_event_net_of_loop'), 2)} | "
+    t.append(f"| disabled tracepoint, extra per iteration over the empty loop (hushtrace: static key, "
+             f"a 5-byte NOP) | {fmt(cg(cg_h, 'disabled', 'per_event_net_of_loop'), 2)} | "
              f"{fmt(cg(cg_l, 'disabled', 'per_event_net_of_loop'), 2)} | |")
+    t.append(f"| disabled tracepoint, load-and-branch fallback (`HUSH_NO_STATIC_KEYS`), extra per "
+             f"iteration | {fmt(cg(cg_h, 'disabled_flag', 'per_event_net_of_loop'), 2)} | | |")
     for mode, label in (("enabled2int", "enabled, 2 x int32"), ("string32", "enabled, 32-character string"),
                         ("span", "span, per event (2 events per span)")):
         a, b = cg(cg_h, mode, "per_event"), cg(cg_l, mode, "per_event")
@@ -527,8 +539,11 @@ def render(res):
     # Targets.
     tg = ["| target | measured | LTTng-UST measured | verdict |", "|---|---:|---:|---|"]
     dis = cg(cg_h, "disabled", "per_event_net_of_loop")
-    tg.append(f"| disabled tracepoint <= 2 extra instructions (LTTng-UST: 3) | {fmt(dis, 2)} | "
-              f"{fmt(cg(cg_l, 'disabled', 'per_event_net_of_loop'), 2)} | {verdict(dis, 2, '', 2)} |")
+    tg.append(f"| disabled tracepoint, static key: 1 extra instruction (LTTng-UST: 3) | {fmt(dis, 2)} | "
+              f"{fmt(cg(cg_l, 'disabled', 'per_event_net_of_loop'), 2)} | {verdict(dis, 1, '', 2)} |")
+    disf = cg(cg_h, "disabled_flag", "per_event_net_of_loop")
+    tg.append(f"| disabled tracepoint, load-and-branch fallback <= 2 extra instructions | {fmt(disf, 2)} | "
+              f"{fmt(cg(cg_l, 'disabled', 'per_event_net_of_loop'), 2)} | {verdict(disf, 2, '', 2)} |")
     v = verdict(h1, 15, " ns")
     if v.startswith("**missed**") and hc1 is not None and round(hc1, 1) <= 15:
         v += (f"; in thread CPU time {fmt(hc1)} ns, within the target: the wall time includes waiting for a "
@@ -574,6 +589,24 @@ def render(res):
               f"{fmt(st.get('lttng_session_events_seen'))} of {fmt(st.get('lttng_session_events_expected'))} | "
               f"{'met' if lost_ok else '**missed**'} |")
     blocks["targets"] = "\n".join(tg)
+
+    # Static keys: enable / disable time.
+    kr = res.get("keys", [])
+    t = ["| operation | sites | other thread | rounds | sites rewritten per call | min | median | p90 |",
+         "|---|---:|---|---:|---:|---:|---:|---:|"]
+    op_label = {"enable": "enable (one batch)", "disable": "disable (one batch)",
+                "enable_one_by_one": "enable, one batch per site", "disable_one_by_one": "disable, one batch per site"}
+    load_label = {"idle": "none", "busy": "calling every site in a loop"}
+    for k in kr:
+        t.append(f"| {op_label.get(k['op'], k['op'])} | {k['sites']:,} | {load_label.get(k['load'], k['load'])} | "
+                 f"{k['rounds']} | {k['sites_written_per_call']:,} | {fmt(k['min_us'])} | {fmt(k['median_us'])} | "
+                 f"{fmt(k['p90_us'])} |")
+    t.append("")
+    t.append("Microseconds of wall time per `Registry::Enable` / `Registry::DisableAll` call (state words + one "
+             "patch batch: mprotect, 3 membarrier SYNC_CORE, mprotect back), `bench/keys_enable_bench.cc`; "
+             "'calling every site': a second thread runs all the event's sites in a loop, so each membarrier "
+             "must interrupt the other CPU. One-batch-per-site rows: a single call over all the sites.")
+    blocks["keys"] = "\n".join(t) if kr else "(not measured)"
 
     bd = res.get("callgrind_breakdown", {})
     parts = []
@@ -666,6 +699,7 @@ def main():
             "callgrind": load_callgrind(raw, args.n1, args.n2),
             "sizes": load_sizes(raw, args.n1, args.n2),
             "startup": load_startup(raw),
+            "keys": load_keys(raw),
             "lttng_checks": checks,
             "callgrind_breakdown": {
                 name: open(os.path.join(raw, fname)).read()

@@ -54,7 +54,7 @@ log "build ($BUILD_DIR)"
 if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 fi
-TARGETS=(hushtrace_bench hush_insn_driver startup_runner startup_plain startup_emptylib startup_hush)
+TARGETS=(hushtrace_bench hush_insn_driver keys_enable_bench startup_runner startup_plain startup_emptylib startup_hush)
 HAVE_LTTNG=0
 if command -v lttng >/dev/null && command -v lttng-sessiond >/dev/null &&
   pkg-config --exists lttng-ust 2>/dev/null; then
@@ -135,21 +135,33 @@ for ((r = 1; r <= ROUNDS; r++)); do
 done
 
 # --- 2. Instruction counts with callgrind -----------------------------------------------------
+# disabled: hushtrace's static-key site (a 5-byte NOP); disabled_flag: the same tracepoint as a
+# load-and-branch site (HUSH_NO_STATIC_KEYS); LTTng-UST has no such mode.
 MODES=(empty disabled enabled2int string32 span)
+HUSH_MODES=(empty disabled disabled_flag enabled2int string32 span)
 callgrind_run() {  # TRACER MODE N [TRACE_DIR]
-  local tracer=$1 mode=$2 n=$3 exe out
+  local tracer=$1 mode=$2 n=$3 exe out smc=()
   exe=$BIN/hush_insn_driver
   [ "$tracer" = lttng ] && exe=$BIN/lttng_insn_driver
+  # hushtrace patches its own code when a session enables events: valgrind must re-translate code
+  # that changes in a file mapping (its default only checks the stack and anonymous mappings).
+  [ "$tracer" = hush ] && smc=(--smc-check=all)
   out=$SCRATCH/cg.$tracer.$mode.$n.out
-  run valgrind --tool=callgrind --toggle-collect="bench_loop_$mode" --callgrind-out-file="$out" \
+  run valgrind --tool=callgrind "${smc[@]}" --toggle-collect="bench_loop_$mode" --callgrind-out-file="$out" \
     "$exe" "$mode" "$n" ${4:+"$4"} >"$SCRATCH/cg.$tracer.$mode.$n.json" 2>"$SCRATCH/cg.$tracer.$mode.$n.log" ||
     { cat "$SCRATCH/cg.$tracer.$mode.$n.log" >&2; die "callgrind run $tracer $mode $n failed"; }
   printf '%s %s %s %s\n' "$tracer" "$mode" "$n" "$(awk '/^summary:/ {print $2}' "$out")" >>"$RAW/callgrind.txt"
 }
 : >"$RAW/callgrind.txt"
 log "callgrind: hushtrace"
-for mode in "${MODES[@]}"; do
-  for n in $N1 $N2; do callgrind_run hush "$mode" "$n" "$SCRATCH/cgtrace.$mode.$n"; done
+for mode in "${HUSH_MODES[@]}"; do
+  for n in $N1 $N2; do
+    callgrind_run hush "$mode" "$n" "$SCRATCH/cgtrace.$mode.$n"
+    # An enabled loop that recorded nothing ran unpatched NOPs: its count would be meaningless.
+    if grep -q '"events_written":0[,}]' "$SCRATCH/cg.hush.$mode.$n.json"; then
+      die "hush_insn_driver $mode recorded no event under callgrind"
+    fi
+  done
 done
 if [ "$HAVE_LTTNG" = 1 ]; then
   log "callgrind: LTTng-UST"
@@ -198,8 +210,9 @@ for n in $N1 $N2; do
   # The trace proper: metadata + stream files. The .ring/ directory (live ring buffers, kept for
   # crash recovery) is reported apart.
   trace_bytes=$(find "$dir" -maxdepth 1 -type f -printf '%s\n' | awk '{s+=$1} END {print s+0}')
-  ring_apparent=$(find "$dir/.ring" -type f -printf '%s\n' 2>/dev/null | awk '{s+=$1} END {print s+0}')
-  ring_allocated=$(du -sB1 "$dir/.ring" 2>/dev/null | awk '{print $1+0}')
+  # (.ring/ is removed after a clean stop: then both are 0; `|| true` keeps pipefail quiet.)
+  ring_apparent=$( (find "$dir/.ring" -type f -printf '%s\n' 2>/dev/null || true) | awk '{s+=$1} END {print s+0}')
+  ring_allocated=$( (du -sB1 "$dir/.ring" 2>/dev/null || true) | awk '{s=$1} END {print s+0}')
   echo "hush $n $ev $disc $trace_bytes $ring_apparent $ring_allocated" >>"$RAW/sizes.txt"
   rm -rf "$dir"
   if [ "$HAVE_LTTNG" = 1 ]; then
@@ -217,6 +230,10 @@ for n in $N1 $N2; do
     rm -rf "$dir"
   fi
 done
+
+# --- 3b. Static keys: enabling / disabling an event with N patched sites -----------------------
+log "static keys: enable/disable time for 1, 100 and 10,000 sites"
+run "$BIN/keys_enable_bench" 30 >"$RAW/keys_enable.jsonl" || die "keys_enable_bench failed"
 
 # --- 4. Start-up ----------------------------------------------------------------------------
 log "start-up, phase A: no LTTng session exists"

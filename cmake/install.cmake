@@ -69,6 +69,12 @@ foreach(dir LIBDIR INCLUDEDIR)
   endif()
 endforeach()
 set(HUSH_PC_PREFIX "@HUSH_PC_PREFIX@")
+# A library built with -DHUSH_STATIC_KEYS=OFF gives its consumers load-and-branch sites (CMake
+# consumers get the definition from the exported targets).
+set(HUSH_PC_EXTRA_CFLAGS "")
+if(DEFINED HUSH_STATIC_KEYS AND NOT HUSH_STATIC_KEYS)
+  set(HUSH_PC_EXTRA_CFLAGS " -DHUSH_NO_STATIC_KEYS")
+endif()
 configure_file("${CMAKE_CURRENT_LIST_DIR}/hushtrace.pc.in"
                "${PROJECT_BINARY_DIR}/hushtrace.pc.stage" @ONLY)
 install(CODE "

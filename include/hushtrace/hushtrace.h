@@ -5,7 +5,7 @@
 //   HUSH_TRACEPOINT(net, recv, (int32_t, fd), (uint64_t, bytes), (std::string_view, peer))
 //
 //   void OnRecv(int fd, uint64_t n, std::string_view peer) {
-//     HUSH_TRACE(net, recv, fd, n, peer);        // disabled: one relaxed load + one branch
+//     HUSH_TRACE(net, recv, fd, n, peer);        // disabled: one 5-byte NOP (x86-64)
 //     HUSH_SPAN(net, handle);                    // begin now, end at scope exit
 //     HUSH_COUNTER(net, queue_depth, depth);     // a numeric track
 //     HUSH_INSTANT(net, accepted);               // a point in time
@@ -13,9 +13,11 @@
 //
 // Define each tracepoint once per translation unit that emits it (a header is the usual place),
 // at namespace scope outside any namespace. While an event is disabled its arguments are not
-// evaluated. Field types: fixed-width integers, bool, float, double, enums (recorded as their
-// underlying integer), const char* / std::string_view / std::string (copied, at most
-// hush::kMaxStringBytes bytes with a visible "...[truncated]" marker when cut) and
+// evaluated. On x86-64 each site is a patched 5-byte NOP (a "static key", see
+// internal/enabled_check.h); define HUSH_NO_STATIC_KEYS for load-and-branch sites instead, where
+// code must not be patched. Field types: fixed-width integers, bool, float, double, enums
+// (recorded as their underlying integer), const char* / std::string_view / std::string (copied,
+// at most hush::kMaxStringBytes bytes with a visible "...[truncated]" marker when cut) and
 // std::span<const std::byte> (at most hush::kMaxBytesLength bytes). Up to 16 fields.
 //
 // Sessions are started by the environment (HUSHTRACE_EVENTS, see README), by `hushtrace record`,
@@ -49,7 +51,7 @@ struct LambdaSpec {
 
 template <typename Spec, typename Fields, typename... Args>
 inline void EmitIfEnabled(const Args&... args) {
-  if (IsEnabled(site_descriptor<Spec>)) [[unlikely]] {
+  if (IsEnabled<site_descriptor<Spec>>()) [[unlikely]] {
     EmitIfStillEnabled<Fields>(site_descriptor<Spec>, args...);
   }
 }
@@ -60,7 +62,7 @@ class ScopedSpan {
  public:
   ScopedSpan() {
     HUSH_INTERNAL_REGISTER_DESCRIPTOR(site_descriptor<Spec>);
-    if (IsEnabled(site_descriptor<Spec>)) [[unlikely]] {
+    if (IsEnabled<site_descriptor<Spec>>()) [[unlikely]] {
       const std::uint32_t state = site_descriptor<Spec>.state.load(std::memory_order_relaxed);
       if (state != 0) {
         began_ = true;
@@ -106,7 +108,7 @@ class ScopedSpan {
   do {                                                                                         \
     using HushInternalSpec = HUSH_INTERNAL_TP_TYPE(provider, name);                            \
     HUSH_INTERNAL_REGISTER_DESCRIPTOR(::hush::internal::site_descriptor<HushInternalSpec>);    \
-    if (::hush::internal::IsEnabled(::hush::internal::site_descriptor<HushInternalSpec>))      \
+    if (::hush::internal::IsEnabled<::hush::internal::site_descriptor<HushInternalSpec>>())    \
         [[unlikely]] {                                                                         \
       ::hush::internal::EmitIfStillEnabled<HushInternalSpec::Fields>(                          \
           ::hush::internal::site_descriptor<HushInternalSpec> __VA_OPT__(, ) __VA_ARGS__);      \
@@ -143,7 +145,7 @@ class ScopedSpan {
                                                      std::string_view("value"),             \
                                                      std::string_view("f64"));              \
     HUSH_INTERNAL_REGISTER_DESCRIPTOR(::hush::internal::site_descriptor<HushInternalSpec>); \
-    if (::hush::internal::IsEnabled(::hush::internal::site_descriptor<HushInternalSpec>))   \
+    if (::hush::internal::IsEnabled<::hush::internal::site_descriptor<HushInternalSpec>>()) \
         [[unlikely]] {                                                                      \
       ::hush::internal::EmitIfStillEnabled<::hush::internal::FieldList<double>>(            \
           ::hush::internal::site_descriptor<HushInternalSpec>, (value));                    \

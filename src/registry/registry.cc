@@ -7,13 +7,37 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <unordered_map>
 
 namespace hush::registry {
 namespace {
 
+struct JumpSite {
+  internal::Descriptor* descriptor;
+  patch::Site site;
+};
+
 struct ScanContext {
   std::vector<internal::Descriptor*> found;
+  std::vector<JumpSite> jumps;
 };
+
+// The [start, stop) range a note's two self-relative offsets point at; false if it is empty (weak
+// undefined bounds of a module without such a section resolve to 0).
+bool NoteRange(const char* desc, std::uintptr_t* start, std::uintptr_t* stop) {
+  std::int64_t to_start, to_stop;
+  std::memcpy(&to_start, desc, 8);
+  std::memcpy(&to_stop, desc + 8, 8);
+  *start = reinterpret_cast<std::uintptr_t>(desc) + static_cast<std::uintptr_t>(to_start);
+  *stop = reinterpret_cast<std::uintptr_t>(desc + 8) + static_cast<std::uintptr_t>(to_stop);
+  return *start != 0 && *stop > *start;
+}
+
+// Each JumpEntry field is an offset from its own address.
+std::uintptr_t Resolve(const std::int32_t* field) {
+  const auto offset = static_cast<std::uintptr_t>(std::intptr_t{*field});  // sign-extended
+  return reinterpret_cast<std::uintptr_t>(field) + offset;
+}
 
 void ScanNotes(const char* p, const char* end, ScanContext* ctx) {
   while (p + sizeof(ElfW(Nhdr)) <= end) {
@@ -23,19 +47,20 @@ void ScanNotes(const char* p, const char* end, ScanContext* ctx) {
     const char* desc = name + ((n.n_namesz + 3) & ~3u);
     const char* next = desc + ((n.n_descsz + 3) & ~3u);
     if (next > end || next <= p) return;
-    if (n.n_type == internal::kNoteType && n.n_namesz == 7 && std::memcmp(name, "hushtr", 7) == 0 &&
-        n.n_descsz == 16) {
-      std::int64_t to_start, to_stop;
-      std::memcpy(&to_start, desc, 8);
-      std::memcpy(&to_stop, desc + 8, 8);
-      const auto start = reinterpret_cast<uintptr_t>(desc) + static_cast<uintptr_t>(to_start);
-      const auto stop = reinterpret_cast<uintptr_t>(desc + 8) + static_cast<uintptr_t>(to_stop);
-      // Weak undefined bounds (module without sites) resolve to 0: both offsets point at 0.
-      if (start != 0 && stop > start && (stop - start) % sizeof(void*) == 0) {
-        for (auto* slot = reinterpret_cast<internal::Descriptor* const*>(start);
-             slot < reinterpret_cast<internal::Descriptor* const*>(stop); ++slot) {
-          if (*slot != nullptr) ctx->found.push_back(*slot);
-        }
+    const bool ours = n.n_namesz == 7 && std::memcmp(name, "hushtr", 7) == 0 && n.n_descsz == 16;
+    std::uintptr_t start, stop;
+    if (ours && n.n_type == internal::kNoteType && NoteRange(desc, &start, &stop) &&
+        (stop - start) % sizeof(void*) == 0) {
+      for (auto* slot = reinterpret_cast<internal::Descriptor* const*>(start);
+           slot < reinterpret_cast<internal::Descriptor* const*>(stop); ++slot) {
+        if (*slot != nullptr) ctx->found.push_back(*slot);
+      }
+    } else if (ours && n.n_type == internal::kJumpNoteType && NoteRange(desc, &start, &stop) &&
+               (stop - start) % sizeof(internal::JumpEntry) == 0) {
+      for (auto* e = reinterpret_cast<const internal::JumpEntry*>(start);
+           e < reinterpret_cast<const internal::JumpEntry*>(stop); ++e) {
+        ctx->jumps.push_back({reinterpret_cast<internal::Descriptor*>(Resolve(&e->descriptor)),
+                              {Resolve(&e->site), Resolve(&e->target)}});
       }
     }
     p = next;
@@ -62,39 +87,55 @@ bool GlobMatches(const std::string& pattern, const std::string& name) {
 std::size_t Registry::Scan() {
   ScanContext ctx;
   ::dl_iterate_phdr(OnModule, &ctx);
-  std::size_t added = 0;
+  // A jump entry's descriptor has internal linkage in the entry's own module, so it is new
+  // exactly when the module is: the sites of descriptors seen before are known already.
+  for (const JumpSite& j : ctx.jumps) ctx.found.push_back(j.descriptor);
+  std::unordered_map<internal::Descriptor*, std::ptrdiff_t> added;  // new descriptor -> event
   for (internal::Descriptor* d : ctx.found) {
-    if (std::find(seen_.begin(), seen_.end(), d) != seen_.end()) continue;
+    if (added.count(d) != 0 || std::find(seen_.begin(), seen_.end(), d) != seen_.end()) continue;
     seen_.push_back(d);
-    Add(d);
-    ++added;
+    added.emplace(d, Add(d));
   }
-  return added;
+  std::vector<patch::Site> to_enable;
+  for (const JumpSite& j : ctx.jumps) {
+    const auto it = added.find(j.descriptor);
+    if (it == added.end() || it->second < 0) continue;
+    Event& e = events_[static_cast<std::size_t>(it->second)];
+    e.sites.push_back(j.site);
+    if (e.enabled) to_enable.push_back(j.site);
+  }
+  // A module found while its event is enabled (dlopen after the session started): Add() set the
+  // new descriptors' states; now the sites jump.
+  if (!to_enable.empty()) patch::SetSites(to_enable, true);
+  return added.size();
 }
 
-void Registry::Add(internal::Descriptor* d) {
+std::ptrdiff_t Registry::Add(internal::Descriptor* d) {
   MetaRecord meta;
   std::string error;
   if (ParseMetaRecord(d->meta, 65536, &meta, &error) == 0) {
     std::fprintf(stderr, "hushtrace: ignoring a tracepoint with bad metadata: %s\n", error.c_str());
-    return;
+    return -1;
   }
-  for (Event& e : events_) {
+  for (std::size_t i = 0; i < events_.size(); ++i) {
+    Event& e = events_[i];
     if (e.meta.FullName() == meta.FullName() && e.meta.kind == meta.kind &&
         e.meta.Signature() == meta.Signature()) {
       e.descriptors.push_back(d);
       if (e.enabled) d->state.store(static_cast<std::uint32_t>(e.id + 1), std::memory_order_release);
-      return;
+      return static_cast<std::ptrdiff_t>(i);
     }
   }
   Event e;
   e.meta = std::move(meta);
   e.descriptors.push_back(d);
   events_.push_back(std::move(e));
+  return static_cast<std::ptrdiff_t>(events_.size() - 1);
 }
 
 std::size_t Registry::Enable(const std::vector<std::string>& globs) {
   std::size_t n = 0;
+  std::vector<patch::Site> sites;
   for (Event& e : events_) {
     if (e.enabled) continue;
     const std::string name = e.meta.FullName();
@@ -110,15 +151,34 @@ std::size_t Registry::Enable(const std::vector<std::string>& globs) {
     for (internal::Descriptor* d : e.descriptors) {
       d->state.store(static_cast<std::uint32_t>(e.id + 1), std::memory_order_release);
     }
+    sites.insert(sites.end(), e.sites.begin(), e.sites.end());
   }
+  // After the states: the batch's membarriers order the stores above before any thread runs a
+  // new JMP, so a jump always finds its event's id.
+  if (!sites.empty()) patch::SetSites(sites, true);
   return n;
 }
 
-void Registry::DisableAll() {
+std::vector<patch::Site> Registry::ClearStates(std::memory_order order) {
+  std::vector<patch::Site> sites;
   for (Event& e : events_) {
+    if (e.enabled) sites.insert(sites.end(), e.sites.begin(), e.sites.end());
     e.enabled = false;
-    for (internal::Descriptor* d : e.descriptors) d->state.store(0, std::memory_order_release);
+    for (internal::Descriptor* d : e.descriptors) d->state.store(0, order);
   }
+  return sites;
+}
+
+void Registry::DisableAll() {
+  // States first: from here on a thread that still takes a JMP emits nothing.
+  const std::vector<patch::Site> sites = ClearStates(std::memory_order_release);
+  if (!sites.empty()) patch::SetSites(sites, false);
+}
+
+void Registry::DisableAllInChild() {
+  // Relaxed: the child has a single thread.
+  const std::vector<patch::Site> sites = ClearStates(std::memory_order_relaxed);
+  if (!sites.empty()) patch::SetSitesInChild(sites, false);
 }
 
 void Registry::ResetIds() {

@@ -130,8 +130,13 @@ bool Ring::OpenPacket(internal::ThreadWriter& w, std::uint64_t ts, std::uint32_t
     // Flight mode: packet n - K is overwritten; its events are lost and counted exactly.
     // Packet n - K is overwritten; its events are lost unless already written out (a copy in
     // progress fails its seqlock check below and is lost too, consistently).
-    if (n - subbuf_count_ >= header_->written_seq.load(std::memory_order_relaxed)) {
-      const std::uint64_t lost = header_->packet_events[slot].load(std::memory_order_relaxed);
+    const std::uint64_t old = n - subbuf_count_;
+    const std::uint64_t mark = header_->written_mark.load(std::memory_order_relaxed);
+    const std::uint64_t mark_seq = mark >> kWrittenMarkShift;
+    if (old >= mark_seq) {
+      const std::uint64_t saved = old == mark_seq ? mark & ((1u << kWrittenMarkShift) - 1) : 0;
+      const std::uint64_t events = header_->packet_events[slot].load(std::memory_order_relaxed);
+      const std::uint64_t lost = events > saved ? events - saved : 0;
       header_->overwritten.store(header_->overwritten.load(std::memory_order_relaxed) + lost,
                                  std::memory_order_relaxed);
     }
@@ -231,12 +236,35 @@ int Ring::WriteCopy(int fd, std::size_t len) {
   StoreField<std::uint64_t>(scratch_.get(), kOffDiscarded, discarded + overwritten);
   const int err = WriteAll(fd, scratch_.get(), len);
   if (err == 0) {
+    std::memcpy(last_header_, scratch_.get(), kPacketHeaderSize);
+    last_lost_total_ = discarded + overwritten;
+    have_last_header_ = true;
     ++header_->disk_seq;
     header_->stream_bytes += len;
     header_->bytes_written.store(header_->bytes_written.load(std::memory_order_relaxed) + len,
                                  std::memory_order_relaxed);
   }
   return err;
+}
+
+WriteResult Ring::WriteLossMarker(int fd, WriteResult result) {
+  // Losses after the last written packet (ring full at the end, or the thread exited) would
+  // otherwise never reach the trace: write a header-only packet carrying the current counts,
+  // stamped at the previous packet's end.
+  const std::uint64_t discarded = header_->discarded.load(std::memory_order_relaxed);
+  const std::uint64_t overwritten = header_->overwritten.load(std::memory_order_relaxed);
+  if (!have_last_header_ || discarded + overwritten <= last_lost_total_) return result;
+  std::memcpy(scratch_.get(), last_header_, kPacketHeaderSize);
+  const auto end = LoadField<std::uint64_t>(scratch_.get(), kOffTsEnd);
+  StoreField<std::uint64_t>(scratch_.get(), kOffTsBegin, end);
+  StoreField<std::uint64_t>(scratch_.get(), kOffDiscarded, discarded);
+  if (const int err = WriteCopy(fd, kPacketHeaderSize); err != 0) {
+    if (result.error == 0) result.error = err;
+    return result;
+  }
+  ++result.packets;
+  result.bytes += kPacketHeaderSize;
+  return result;
 }
 
 WriteResult Ring::WriteNew(int fd, std::uint64_t now, bool include_open) {
@@ -268,6 +296,7 @@ WriteResult Ring::WriteNew(int fd, std::uint64_t now, bool include_open) {
     // written: the only inexact case, at most one packet per write-out, and only when a
     // write-out races the producer lapping it.
     header_->written_seq.store(seq + 1, std::memory_order_relaxed);
+    header_->written_mark.store((seq + 1) << kWrittenMarkShift, std::memory_order_relaxed);
     if (header_->written_offset != 0) {
       StoreField<std::uint64_t>(scratch_.get(), kOffTsBegin, header_->written_begin_ts);
     }
@@ -292,16 +321,20 @@ WriteResult Ring::WriteNew(int fd, std::uint64_t now, bool include_open) {
 
   // The open packet: everything committed so far. Acquire pairs with the release stores of
   // `commit` in Commit() and OpenPacket().
-  std::uint64_t commit = header_->commit.offset.load(std::memory_order_acquire);
+  std::uint64_t commit_word = header_->commit.offset.load(std::memory_order_acquire);
   std::uint64_t last_ts = 0;
   for (int attempt = 0;; ++attempt) {
     last_ts = header_->commit.timestamp.load(std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_acquire);
     const std::uint64_t again = header_->commit.offset.load(std::memory_order_relaxed);
-    if (again == commit) break;  // last_ts is the last committed event's or the one in flight
+    if (again == commit_word) break;  // last_ts is the last committed event's or the one in flight
     if (attempt == 8) return result;  // the writer is busy: take this packet on the next call
-    commit = again;
+    commit_word = again;
   }
+  if (commit_word == kCommitNone || commit_word == kCommitOpening) {
+    return WriteLossMarker(fd, result);
+  }
+  const std::uint64_t commit = CommitOffsetOf(commit_word);
   const std::uint64_t packet_start = (produced % subbuf_count_) * subbuf_size_;
   if (commit < packet_start + kPacketHeaderSize || commit > packet_start + subbuf_size_) {
     return result;  // no packet open yet (or it is being switched): nothing committed in it
@@ -316,7 +349,12 @@ WriteResult Ring::WriteNew(int fd, std::uint64_t now, bool include_open) {
     len = 0;  // being overwritten right now; next call writes it as a closed packet
   }
   if (len == 0) return result;
-  if (header_->written_offset != 0) StoreField<std::uint64_t>(scratch_.get(), kOffTsBegin, header_->written_begin_ts);
+  // Validated: these events are saved even if the producer laps the packet from now on.
+  header_->written_mark.store((produced << kWrittenMarkShift) | CommitEventsOf(commit_word),
+                              std::memory_order_relaxed);
+  if (header_->written_offset != 0) {
+    StoreField<std::uint64_t>(scratch_.get(), kOffTsBegin, header_->written_begin_ts);
+  }
   // End at the last written event, where the continuation packet begins: packets of a stream
   // must not overlap in time.
   (void)now;

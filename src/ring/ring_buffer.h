@@ -94,6 +94,7 @@ class Ring {
   // producer did not start overwriting it meanwhile. Returns the copy length or 0.
   std::size_t CopyPacket(std::uint64_t seq, std::size_t from, std::size_t to);
   int WriteCopy(int fd, std::size_t len);
+  WriteResult WriteLossMarker(int fd, WriteResult result);
 
   std::uint32_t index_;
   std::size_t subbuf_size_;
@@ -112,6 +113,9 @@ class Ring {
   // Consumer-private state.
   std::unique_ptr<char[]> scratch_;       // one packet
   std::atomic<std::uint64_t> write_lost_events_{0};  // relaxed: statistics
+  char last_header_[kPacketHeaderSize] = {};  // the last packet header written to disk
+  std::uint64_t last_lost_total_ = 0;         // its events_discarded as written
+  bool have_last_header_ = false;
 };
 
 }  // namespace hush::ring

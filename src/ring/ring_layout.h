@@ -61,6 +61,16 @@ inline constexpr std::size_t kPacketHeaderSize = sizeof(PacketHeader);
 inline constexpr std::uint64_t kCommitNone = ~std::uint64_t{0};     // no packet open
 inline constexpr std::uint64_t kCommitOpening = ~std::uint64_t{1};  // a packet is being opened
 
+// Fields of a commit.offset word (see internal::CommitWord).
+inline constexpr std::uint64_t CommitOffsetOf(std::uint64_t word) { return word & 0xffffffffu; }
+inline constexpr std::uint64_t CommitEventsOf(std::uint64_t word) {
+  return word >> internal::kCommitEventsShift;
+}
+
+// RingHeader::written_mark: (first packet not completely written) << 24 | events of that packet
+// already written. One word, so the producer reads a consistent pair.
+inline constexpr int kWrittenMarkShift = 24;
+
 enum class RingMode : std::uint32_t { kStream = 0, kFlight = 1 };
 
 struct RingHeader {
@@ -93,6 +103,9 @@ struct RingHeader {
   // reads it (relaxed) to tell an overwritten packet that was saved from one that is lost.
   std::atomic<std::uint64_t> written_seq;
   std::uint64_t written_offset;    // bytes of packet written_seq already written (0: none)
+  // Read by the flight-mode producer (relaxed) to tell saved events from lost ones when it
+  // overwrites a packet; written by the consumer after each validated copy.
+  std::atomic<std::uint64_t> written_mark;
   std::uint64_t written_begin_ts;  // timestamp_begin for the rest of packet written_seq
   std::uint64_t disk_seq;          // packet_seq_num of the next packet written to stream_<N>
   std::uint64_t stream_bytes;      // size of stream_<N> after the last successful write

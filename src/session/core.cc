@@ -1,6 +1,7 @@
 // Session start/stop, the consumer thread and trace-directory management.
 #include "session/core.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -46,8 +47,27 @@ int CreateTraceDirectory(const std::string& path, std::string* error) {
     return -1;
   }
   if ((st.st_mode & 077) != 0) ::fchmod(fd, 0700);
-  if (::faccessat(fd, "metadata", F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
-    *error = "trace directory " + path + " already holds a trace";
+  // Must be empty: never mix a new trace with files already there (an old trace, or files an
+  // attacker planted for us to append to).
+  const int scan_fd = ::dup(fd);
+  DIR* dir = scan_fd >= 0 ? ::fdopendir(scan_fd) : nullptr;
+  bool empty = dir != nullptr;
+  while (dir != nullptr) {
+    const dirent* entry = ::readdir(dir);
+    if (entry == nullptr) break;
+    if (std::strcmp(entry->d_name, ".") != 0 && std::strcmp(entry->d_name, "..") != 0) {
+      empty = false;
+      break;
+    }
+  }
+  if (dir != nullptr) {
+    ::closedir(dir);
+  } else if (scan_fd >= 0) {
+    ::close(scan_fd);
+  }
+  if (!empty) {
+    const bool has_trace = ::faccessat(fd, "metadata", F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+    *error = "trace directory " + path + (has_trace ? " already holds a trace" : " is not empty");
     ::close(fd);
     return -1;
   }
@@ -101,12 +121,11 @@ void OnSnapshotSignal(int) { ::sem_post(&g_snapshot_sem); }  // async-signal-saf
 
 void Core::ForgetInChild() {
   active_.store(nullptr, std::memory_order_relaxed);
-  // The descriptors are copy-on-write private memory: disabling them here does not affect the
-  // parent. Only this thread exists in the child.
-  for (registry::Event& e : GlobalRegistry().events()) {
-    e.enabled = false;
-    for (internal::Descriptor* d : e.descriptors) d->state.store(0, std::memory_order_relaxed);
-  }
+  // The descriptors and the patched text are copy-on-write private memory: disabling them here
+  // does not affect the parent. Only this thread exists in the child. Its static-key sites go
+  // back to NOPs (src/patch); if another thread of the parent was in the middle of a patch batch,
+  // they keep their jumps, which find every state 0.
+  GlobalRegistry().DisableAllInChild();
   // This thread's writer points into a MAP_SHARED ring of the parent: detach it.
   internal::ThreadWriter& w = internal::tls_writer;
   w.end.store(nullptr, std::memory_order_relaxed);
@@ -131,8 +150,13 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
     return false;
   }
   // Sub-buffers: 8 of them, each at least 4 KiB and a multiple of 4 KiB, at most 1 MiB.
+  // Small buffers: 4 KiB sub-buffers, as many as fit (at least 4 for 16 KiB).
   subbuf_count_ = 8;
   subbuf_size_ = (options_.buffer_size / subbuf_count_) & ~std::size_t{4095};
+  if (subbuf_size_ < ring::kMinSubbufSize) {
+    subbuf_size_ = ring::kMinSubbufSize;
+    subbuf_count_ = static_cast<std::uint32_t>(options_.buffer_size / subbuf_size_);
+  }
   if (subbuf_size_ > (1u << 20)) {
     subbuf_size_ = 1u << 20;
     subbuf_count_ = static_cast<std::uint32_t>(std::min<std::size_t>(

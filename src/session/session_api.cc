@@ -17,7 +17,9 @@ namespace hush {
 namespace {
 
 session::Core* g_core = nullptr;  // the core of the last started session (kept: see core.h)
-Session* g_env_session = nullptr;  // the session started from the environment, stopped at exit
+// The session started from the environment, stopped at exit. `used`: only leak checkers read it
+// (as a root), so the compiler must not drop it.
+[[gnu::used]] Session* g_env_session = nullptr;
 std::mutex g_api_mu;
 
 void StopAtExit() {

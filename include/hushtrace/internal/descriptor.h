@@ -13,7 +13,14 @@
 //   | int64 __start_hush_desc - .   |------------->+------------+------------+----
 //   | int64 __stop_hush_desc  - .   |
 //   +-------------------------------+       Descriptor{ state, meta -> "HTP1" record (.rodata) }
+//   | "hushtr" type 0x4A555348      |  start - .   hush_jump (one JumpEntry per static-key site,
+//   | int64 __start_hush_jump - .   |------------> see enabled_check.h)
+//   | int64 __stop_hush_jump  - .   |
+//   +-------------------------------+
 //
+// The jump note has a COMDAT group of its own (hush_jump_note_group): the C header
+// (hushtrace_c.h) emits only the first note, and a module whose first object has no jump note
+// (a C file, an object built with an older header) must not make the linker drop the C++ units'.
 // The metadata record layout is documented in docs/format.md, section 5.
 #ifndef HUSHTRACE_INTERNAL_DESCRIPTOR_H_
 #define HUSHTRACE_INTERNAL_DESCRIPTOR_H_
@@ -39,7 +46,17 @@ struct Descriptor {
 };
 static_assert(sizeof(Descriptor) == 16);
 
-inline constexpr std::uint32_t kNoteType = 0x48555348;  // "HSUH" read as little-endian bytes
+inline constexpr std::uint32_t kNoteType = 0x48555348;      // "HSUH" read as little-endian bytes
+inline constexpr std::uint32_t kJumpNoteType = 0x4A555348;  // "HSUJ": bounds of hush_jump
+
+// One entry of section hush_jump (enabled_check.h). Each field is the offset of what it names
+// from the address of the field itself.
+struct JumpEntry {
+  std::int32_t site;        // the 5-byte NOP / JMP
+  std::int32_t target;      // the enabled block (where the JMP goes)
+  std::int32_t descriptor;  // the site's Descriptor
+};
+static_assert(sizeof(JumpEntry) == 12);
 inline constexpr std::size_t kMetaHeaderSize = 12;
 
 // What a tracepoint declares: kind, source line and the strings
@@ -107,5 +124,14 @@ asm(".weak __start_hush_desc\n\t.hidden __start_hush_desc\n\t"
     ".pushsection .note.hushtrace,\"aG\",@note,hush_note_group,comdat\n\t"
     ".balign 4\n\t.long 7\n\t.long 16\n\t.long 0x48555348\n\t.asciz \"hushtr\"\n\t.balign 4\n\t"
     ".quad __start_hush_desc - .\n\t.quad __stop_hush_desc - .\n\t.popsection");
+
+// The note with the bounds of this module's hush_jump section (static-key sites), the same shape
+// under another type and COMDAT group (see the banner). A module without static-key sites (C
+// only, HUSH_NO_STATIC_KEYS) links fine: the weak bounds make it point at an empty range.
+asm(".weak __start_hush_jump\n\t.hidden __start_hush_jump\n\t"
+    ".weak __stop_hush_jump\n\t.hidden __stop_hush_jump\n\t"
+    ".pushsection .note.hushtrace,\"aG\",@note,hush_jump_note_group,comdat\n\t"
+    ".balign 4\n\t.long 7\n\t.long 16\n\t.long 0x4A555348\n\t.asciz \"hushtr\"\n\t.balign 4\n\t"
+    ".quad __start_hush_jump - .\n\t.quad __stop_hush_jump - .\n\t.popsection");
 
 #endif  // HUSHTRACE_INTERNAL_DESCRIPTOR_H_

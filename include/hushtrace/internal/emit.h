@@ -58,9 +58,11 @@ inline void EmitEvent(FieldList<Fields...>, std::index_sequence<I...>, std::uint
                 "HUSH_TRACEPOINT has fields");
   static_assert((CheckArgument<Fields, Args, I>() && ...));
   const std::size_t payload = (std::size_t{0} + ... + FieldTraits<Fields>::Size(args));
-  const std::uint64_t ts = ReadCycleCounter();
   ThreadWriter& w = tls_writer;
   const std::uint32_t nesting = EnterEvent(w);
+  // After the guard: a signal handler's event either completes before this read or is refused
+  // as nested, so timestamps never go backwards within a stream.
+  const std::uint64_t ts = ReadCycleCounter();
   if (char* p = TryReserveFast(w, nesting, id, ts, payload)) [[likely]] {
     ((p = FieldTraits<Fields>::Write(p, args)), ...);
     w.last_ts = ts;

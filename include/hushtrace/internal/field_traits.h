@@ -129,7 +129,7 @@ struct StringField {
   static char* Write(char* p, const A& a) {
     const std::string_view s = View(a);
     if (s.size() < kMaxStringBytes) [[likely]] {
-      std::memcpy(p, s.data(), s.size());
+      if (!s.empty()) std::memcpy(p, s.data(), s.size());  // data() may be null when empty
       p[s.size()] = '\0';
       return p + s.size() + 1;
     }

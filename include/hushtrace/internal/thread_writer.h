@@ -34,12 +34,15 @@ inline constexpr std::size_t kCompactHeaderSize = 4;
 inline constexpr std::uint32_t kExtendedId = 255;
 inline constexpr std::uint64_t kCompactTimestampRange = std::uint64_t{1} << 24;
 
-// Shared with readers of the open packet: the end offset of the last committed event and that
-// event's timestamp (ring header, src/ring/ring_layout.h).
+// Shared with readers of the open packet (ring header, src/ring/ring_layout.h):
+//   offset     bits 0-31: end offset of the last committed event (from the ring's data start)
+//              bits 32-63: events committed in the open packet so far
+//   timestamp  that event's timestamp
 struct CommitWord {
   std::atomic<std::uint64_t> offset;
   std::atomic<std::uint64_t> timestamp;
 };
+inline constexpr int kCommitEventsShift = 32;
 
 struct ThreadWriter {
   char* pos;                 // next free byte of the open packet
@@ -94,7 +97,10 @@ inline char* TryReserveFast(ThreadWriter& w, std::uint32_t nesting_before, std::
                             std::uint64_t ts, std::size_t payload_size) {
   char* p = w.pos;
   const std::size_t size = kCompactHeaderSize + payload_size;
-  if (size <= static_cast<std::size_t>(w.end.load(std::memory_order_relaxed) - p) &&
+  // Compared as integers: `end` is nullptr (with `pos` stale) whenever the writer must take the
+  // slow path, and p + size never wraps.
+  if (reinterpret_cast<std::uintptr_t>(p) + size <=
+          reinterpret_cast<std::uintptr_t>(w.end.load(std::memory_order_relaxed)) &&
       ts - w.last_ts < kCompactTimestampRange && nesting_before == 0 && id < kExtendedId)
       [[likely]] {
     const std::uint32_t header = static_cast<std::uint32_t>(ts << 8) | id;
@@ -118,13 +124,14 @@ inline void CommitEvent(ThreadWriter& w, char* event_end, std::uint64_t ts) {
   CommitWord* commit = w.commit;
   const char* base = w.commit_base;
   w.pos = event_end;
-  ++w.packet_events;
+  const std::uint64_t events = ++w.packet_events;
   // Relaxed: ordered before the offset by the release store below; a reader re-checks the offset
   // after reading the timestamp (Ring::WriteNew), so a newer timestamp is never paired with an
   // older offset.
   commit->timestamp.store(ts, std::memory_order_relaxed);
   // Publish: pairs with the acquire load in Ring::WriteNew(); see file comment.
-  commit->offset.store(static_cast<std::uint64_t>(event_end - base), std::memory_order_release);
+  commit->offset.store((events << kCommitEventsShift) | static_cast<std::uint64_t>(event_end - base),
+                       std::memory_order_release);
 }
 
 inline void Commit(ThreadWriter& w, char* event_end) { CommitEvent(w, event_end, w.last_ts); }

@@ -1,0 +1,66 @@
+// x86-64 static-key sites: a 5-byte NOP (nopl 0x0(%rax,%rax,1)) or a 5-byte JMP rel32, patched
+// with int3 (0xcc) over the first byte while the other four change.
+//
+// Intel SDM vol. 3, 8.1.3 "Handling Self- and Cross-Modifying Code": another processor may execute
+// a modified instruction only after the writer has made it safe and every processor that may run
+// it has executed a serializing instruction. Writing the single byte int3 first is safe because a
+// one-byte opcode is always fetched whole; patch.cc issues the serialization with
+// membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE). Linux's text_poke_bp() does the same.
+#include <signal.h>
+#include <sys/ucontext.h>
+
+#include <cstring>
+
+#include "patch/arch/arch.h"
+
+namespace hush::patch::arch {
+namespace {
+
+constexpr std::uint8_t kNop5[5] = {0x0f, 0x1f, 0x44, 0x00, 0x00};
+constexpr std::uint8_t kInt3[1] = {0xcc};
+constexpr std::uint8_t kJmpRel32 = 0xe9;
+
+}  // namespace
+
+const char* Unsupported() { return nullptr; }
+
+std::size_t SiteSize() { return sizeof kNop5; }
+std::size_t HeadSize() { return sizeof kInt3; }
+const std::uint8_t* TrapOpcode() { return kInt3; }
+
+void EncodeNop(std::uint8_t* out) { std::memcpy(out, kNop5, sizeof kNop5); }
+
+bool EncodeJump(std::uintptr_t site, std::uintptr_t target, std::uint8_t* out) {
+  // rel32 counts from the end of the 5-byte instruction.
+  const std::int64_t rel = static_cast<std::int64_t>(target - (site + 5));
+  if (rel < INT32_MIN || rel > INT32_MAX) return false;
+  const std::int32_t rel32 = static_cast<std::int32_t>(rel);
+  out[0] = kJmpRel32;
+  std::memcpy(out + 1, &rel32, sizeof rel32);
+  return true;
+}
+
+void StoreCode(std::uintptr_t addr, const std::uint8_t* bytes, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    asm volatile("movb %1, %0" : "=m"(*reinterpret_cast<std::uint8_t*>(addr + i)) : "q"(bytes[i]));
+  }
+}
+
+bool IsTrapInstruction(const siginfo_t* info) {
+  // int3 reaches user space as SIGTRAP with si_code SI_KERNEL (0x80; under valgrind TRAP_BRKPT);
+  // kill(), raise() and sigqueue() give SI_USER, SI_TKILL, SI_QUEUE, all <= 0.
+  return info != nullptr && info->si_code > 0;
+}
+
+std::uintptr_t TrapAddress(const void* ucontext) {
+  // After int3 the saved RIP points past the one-byte opcode.
+  const auto* uc = static_cast<const ucontext_t*>(ucontext);
+  return static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]) - 1;
+}
+
+void SetResumeAddress(void* ucontext, std::uintptr_t pc) {
+  auto* uc = static_cast<ucontext_t*>(ucontext);
+  uc->uc_mcontext.gregs[REG_RIP] = static_cast<greg_t>(pc);
+}
+
+}  // namespace hush::patch::arch

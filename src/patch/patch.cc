@@ -1,0 +1,335 @@
+// One patch batch: rewrite many static-key sites while other threads may be executing them.
+//
+// The step list (Linux's text_poke_bp() in arch/x86/kernel/alternative.c, done from user space):
+//
+//   0. Work list: the sites whose bytes differ from the requested instruction, sorted by address,
+//      without duplicates. On the first batch: register for membarrier SYNC_CORE, install the
+//      SIGTRAP handler (trap.h).
+//   1. mprotect the pages of the batch RWX; a page mprotect refuses is written through
+//      /proc/self/mem instead. Publish the batch to the SIGTRAP handler.
+//   2. Write the trap opcode (int3, 0xcc) over byte 0 of every site.                    sync
+//   3. Write bytes 1..4 of the new instruction of every site.                            sync
+//   4. Write byte 0 of the new instruction of every site.                                sync
+//   5. Withdraw the batch from the handler (waiting out handlers still reading it); pages RX.
+//
+// sync = membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE): every CPU running a thread of
+// this process executes a core-serializing instruction before the call returns; threads not
+// running serialize on their way back to user space. What breaks without each one:
+//   - after 2: a CPU that fetched the old byte 0 before the int3 landed could combine it with the
+//     new bytes of step 3, e.g. 0f (the NOP's opcode) followed by a rel32: a different, torn
+//     instruction of any length -> SIGILL, SIGSEGV or silent garbage.
+//   - after 3: a CPU could fetch the new byte 0 (e9) of step 4 with stale bytes 1..4 still in its
+//     pipeline: a jump to a wrong address.
+//   - after 4: a thread on another CPU could go on running the old instruction after SetSites()
+//     returned: events emitted after Session::Start() returns could be missed, and Stop() could
+//     not rely on its sites being NOPs. (A stale int3 is harmless: see the late trap in trap.h.)
+//
+// Three syncs per batch, whatever the number of sites: ~30-100 us for 10,000 sites, where
+// patching them one by one takes 0.15-0.9 s (docs/benchmarks.md).
+#include "patch/patch.h"
+
+#include <fcntl.h>
+#include <linux/membarrier.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "patch/arch/arch.h"
+#include "patch/trap.h"
+
+namespace hush::patch {
+namespace {
+
+enum class Method : std::uint8_t { kStore, kProcMem, kSkip };
+
+struct Work {
+  std::uintptr_t addr;
+  std::uintptr_t resume;  // where a thread trapping at the site goes: the new state
+  std::uint8_t bytes[arch::kMaxSiteSize];  // the new instruction
+  std::uint8_t old_head[arch::kMaxSiteSize];
+  Method method;
+  bool failed;  // its bytes could not all be written; step 4 restored its old byte 0
+};
+
+std::mutex g_mu;  // one batch at a time; guards everything below except the counters
+bool g_sync_registered = false;
+int g_mem_fd = -1;
+pid_t g_mem_pid = 0;  // the process g_mem_fd belongs to: a fork child must not use its parent's
+
+// Counters: relaxed, statistics only.
+std::atomic<std::uint64_t> g_batches{0};
+std::atomic<std::uint64_t> g_sites_written{0};
+std::atomic<bool> g_proc_mem_used{false};
+std::atomic<bool> g_failed{false};
+void (*g_step_hook)(int) = nullptr;  // tests only; patch mutex
+
+void AfterStep(int step) {
+  if (g_step_hook != nullptr) g_step_hook(step);
+}
+
+std::string Errno(const char* what, int err) {
+  return std::string(what) + ": " + std::strerror(err);
+}
+
+void Fail(const std::string& why) {
+  if (!g_failed.exchange(true, std::memory_order_relaxed)) {
+    std::fprintf(stderr,
+                 "hushtrace: cannot patch code (%s); static-key sites stay disabled, rebuild with "
+                 "-DHUSH_STATIC_KEYS=OFF for load-and-branch sites\n",
+                 why.c_str());
+  }
+}
+
+long Membarrier(int cmd) { return ::syscall(SYS_membarrier, cmd, 0, 0); }
+
+// Registration is per process and inherited by fork() children; it is never done at start-up.
+bool EnsureSyncCore(std::string* why) {
+  if (g_sync_registered) return true;
+  if (Membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE) != 0) {
+    *why = Errno("membarrier SYNC_CORE registration", errno);
+    return false;
+  }
+  g_sync_registered = true;
+  return true;
+}
+
+void Sync() {
+  if (Membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE) == 0) return;
+  // EPERM: not registered (a process that was not the registrant's fork). Register, retry once.
+  if (errno == EPERM && Membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE) == 0 &&
+      Membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE) == 0) {
+    return;
+  }
+  Fail(Errno("membarrier SYNC_CORE", errno));
+}
+
+// Why sites could not be written, for the warning.
+struct Reasons {
+  std::string mprotect, mem;
+  std::string Describe() const {
+    if (mprotect.empty()) return mem.empty() ? "unknown error" : mem;
+    return mem.empty() ? mprotect : mprotect + "; " + mem;
+  }
+};
+
+bool OpenProcMem(std::string* why) {
+  const pid_t pid = ::getpid();
+  if (g_mem_fd >= 0 && g_mem_pid == pid) return true;
+  if (g_mem_fd >= 0) ::close(g_mem_fd);  // inherited from the parent: it writes the parent
+  g_mem_fd = ::open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+  g_mem_pid = pid;
+  if (g_mem_fd < 0) *why = Errno("/proc/self/mem", errno);
+  return g_mem_fd >= 0;
+}
+
+bool WriteText(Method method, std::uintptr_t addr, const std::uint8_t* bytes, std::size_t n) {
+  if (method == Method::kStore) {
+    arch::StoreCode(addr, bytes, n);
+    return true;
+  }
+  if (method != Method::kProcMem) return false;
+  // The kernel writes through a forced access (FOLL_FORCE), as a debugger's PTRACE_POKETEXT does.
+  return ::pwrite(g_mem_fd, bytes, n, static_cast<off_t>(addr)) == static_cast<ssize_t>(n);
+}
+
+// A run of consecutive pages made writable for the batch.
+struct PageRun {
+  std::uintptr_t start, end;
+  bool writable;
+};
+
+// Step 1: makes the pages of `work` writable and picks each site's write method.
+std::vector<PageRun> PrepareText(std::vector<Work>& work, std::size_t size, Reasons* why) {
+  const std::uintptr_t page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  std::vector<PageRun> runs;
+  for (const Work& w : work) {  // sorted by address: runs come out sorted and merged
+    const std::uintptr_t first = w.addr & ~(page - 1);
+    const std::uintptr_t end = ((w.addr + size - 1) & ~(page - 1)) + page;
+    if (!runs.empty() && first <= runs.back().end) {
+      runs.back().end = std::max(runs.back().end, end);
+    } else {
+      runs.push_back({first, end, false});
+    }
+  }
+  bool any_refused = false;
+  for (PageRun& r : runs) {
+    // RWX, not RW: other threads keep executing these pages during the batch.
+    r.writable = ::mprotect(reinterpret_cast<void*>(r.start), r.end - r.start,
+                            PROT_READ | PROT_WRITE | PROT_EXEC) == 0;
+    if (!r.writable && !any_refused) {
+      any_refused = true;
+      why->mprotect = Errno("mprotect", errno);
+    }
+  }
+  const bool have_mem = any_refused && OpenProcMem(&why->mem);
+  std::size_t r = 0;
+  for (Work& w : work) {
+    while (runs[r].end <= w.addr) ++r;
+    // A site spanning two runs would have merged them: one run holds the whole site.
+    w.method = runs[r].writable ? Method::kStore : have_mem ? Method::kProcMem : Method::kSkip;
+    if (w.method == Method::kProcMem) g_proc_mem_used.store(true, std::memory_order_relaxed);
+  }
+  return runs;
+}
+
+void RestoreText(const std::vector<PageRun>& runs) {
+  // Text is mapped RX (PT_LOAD R E); a site never lives in a writable segment.
+  for (const PageRun& r : runs) {
+    if (r.writable)
+      ::mprotect(reinterpret_cast<void*>(r.start), r.end - r.start, PROT_READ | PROT_EXEC);
+  }
+}
+
+// Per-batch scratch, kept between batches (g_mu): a 10,000-site batch would otherwise allocate
+// and fault in fresh pages for its lists every time.
+struct Scratch {
+  std::vector<Work> work;
+  std::vector<std::uintptr_t> addrs;
+  std::vector<trap::Resume> resume;
+};
+Scratch* g_scratch = nullptr;
+
+// The batch, with g_mu held.
+bool Apply(std::span<const Site> sites, bool enabled) {
+  if (sites.empty()) return true;
+  if (const char* why = arch::Unsupported()) {
+    Fail(why);
+    return false;
+  }
+  const std::size_t size = arch::SiteSize();
+  const std::size_t head = arch::HeadSize();
+  bool ok = true;
+
+  // 0. Work list.
+  if (g_scratch == nullptr) g_scratch = new Scratch();
+  std::vector<Work>& work = g_scratch->work;
+  work.clear();
+  for (const Site& s : sites) {
+    Work w{};
+    w.addr = s.addr;
+    if (enabled) {
+      if (!arch::EncodeJump(s.addr, s.target, w.bytes)) {
+        Fail("a site's enabled block is out of jump range");
+        ok = false;
+        continue;
+      }
+      w.resume = s.target;
+    } else {
+      arch::EncodeNop(w.bytes);
+      w.resume = s.addr + size;
+    }
+    std::memcpy(w.old_head, reinterpret_cast<const void*>(s.addr), head);
+    if (std::memcmp(reinterpret_cast<const void*>(s.addr), w.bytes, size) != 0) work.push_back(w);
+  }
+  if (work.empty()) return ok;
+  const auto by_addr = [](const Work& a, const Work& b) { return a.addr < b.addr; };
+  // The registry's lists come in table order, which is address order within a module.
+  if (!std::is_sorted(work.begin(), work.end(), by_addr))
+    std::sort(work.begin(), work.end(), by_addr);
+  work.erase(std::unique(work.begin(), work.end(),
+                         [](const Work& a, const Work& b) { return a.addr == b.addr; }),
+             work.end());
+  std::string sync_error;
+  if (!EnsureSyncCore(&sync_error)) {
+    Fail(sync_error);
+    return false;
+  }
+  Reasons why;
+  trap::EnsureInstalled();
+
+  // 1. Writable text; the batch published to the SIGTRAP handler before any trap opcode exists.
+  const std::vector<PageRun> runs = PrepareText(work, size, &why);
+  std::vector<std::uintptr_t>& addrs = g_scratch->addrs;
+  std::vector<trap::Resume>& resume = g_scratch->resume;
+  addrs.clear();
+  resume.clear();
+  for (const Work& w : work) {
+    if (w.method == Method::kSkip) continue;
+    addrs.push_back(w.addr);
+    resume.push_back({w.addr, w.resume});
+  }
+  trap::AddKnownSites(addrs);
+  trap::Publish(resume);
+
+  // 2. Trap opcode on byte 0. A site whose byte cannot be written is left as it was.
+  for (Work& w : work) {
+    if (w.method != Method::kSkip && !WriteText(w.method, w.addr, arch::TrapOpcode(), head)) {
+      if (why.mem.empty()) why.mem = Errno("/proc/self/mem", errno);
+      w.method = Method::kSkip;
+    }
+  }
+  Sync();
+  AfterStep(2);
+  // 3. Bytes 1..4. If they cannot be written, step 4 puts the old byte 0 back.
+  for (Work& w : work) {
+    if (w.method != Method::kSkip &&
+        !WriteText(w.method, w.addr + head, w.bytes + head, size - head)) {
+      std::memcpy(w.bytes, w.old_head, head);
+      if (why.mem.empty()) why.mem = Errno("/proc/self/mem", errno);
+      w.failed = true;
+    }
+  }
+  Sync();
+  AfterStep(3);
+  // 4. Byte 0: the new instruction is whole.
+  std::size_t written = 0;
+  for (const Work& w : work) {
+    if (w.method == Method::kSkip) continue;
+    WriteText(w.method, w.addr, w.bytes, head);
+    written += w.failed ? 0 : 1;
+  }
+  Sync();
+  AfterStep(4);
+
+  // 5. No new trap can hit the batch now; handlers already running finish with it first.
+  trap::Retire();
+  RestoreText(runs);
+  if (written != work.size()) {
+    Fail(why.Describe());
+    ok = false;
+  }
+  g_batches.fetch_add(1, std::memory_order_relaxed);
+  g_sites_written.fetch_add(written, std::memory_order_relaxed);
+  return ok;
+}
+
+}  // namespace
+
+bool SetSites(std::span<const Site> sites, bool enabled) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return Apply(sites, enabled);
+}
+
+bool SetSitesInChild(std::span<const Site> sites, bool enabled) {
+  if (!g_mu.try_lock()) return false;
+  const bool ok = Apply(sites, enabled);
+  g_mu.unlock();
+  return ok;
+}
+
+void SetStepHookForTesting(void (*hook)(int step)) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_step_hook = hook;
+}
+
+Stats GetStats() {
+  Stats s;
+  s.batches = g_batches.load(std::memory_order_relaxed);
+  s.sites_written = g_sites_written.load(std::memory_order_relaxed);
+  s.traps = trap::Traps();
+  s.traps_chained = trap::TrapsChained();
+  s.proc_mem_used = g_proc_mem_used.load(std::memory_order_relaxed);
+  s.failed = g_failed.load(std::memory_order_relaxed);
+  return s;
+}
+
+}  // namespace hush::patch

@@ -1,0 +1,107 @@
+// The traced child program of the process-level tests (process_test.cc), built twice: linked
+// with the shared runtime (hush_child) and with the static one (hush_child_static). Sessions come
+// from the environment (HUSHTRACE_*), as for any traced program.
+//
+//   hush_child emit N                 main thread emits child:seq 0..N-1, returns from main
+//   hush_child threads T N            T threads emit N events each, joined, returns from main
+//   hush_child exit-thread T N        T threads emit N events each and then keep emitting
+//                                     (throttled) while another thread calls exit(0)
+//   hush_child flight-wait N1 N2      emits N1 events, prints "ready", waits for a line on
+//                                     stdin, emits N2 more, returns from main
+//
+// child:seq carries (thread, seq) with seq counting from 0 per thread; child:last carries how
+// many quota events were emitted before exit() was called.
+#include <hushtrace/hushtrace.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+HUSH_TRACEPOINT(child, seq, (std::uint32_t, thread), (std::uint64_t, seq))
+HUSH_TRACEPOINT(child, last, (std::uint64_t, total))
+
+namespace {
+
+std::uint64_t Arg(char** argv, int i) { return std::strtoull(argv[i], nullptr, 10); }
+
+int Emit(std::uint64_t n) {
+  for (std::uint64_t i = 0; i < n; ++i) HUSH_TRACE(child, seq, std::uint32_t{0}, i);
+  std::printf("child: emitted %llu\n", static_cast<unsigned long long>(n));
+  return 0;
+}
+
+int Threads(std::uint32_t t, std::uint64_t n) {
+  std::vector<std::thread> threads;
+  for (std::uint32_t k = 0; k < t; ++k) {
+    threads.emplace_back([k, n] {
+      for (std::uint64_t i = 0; i < n; ++i) HUSH_TRACE(child, seq, k, i);
+    });
+  }
+  for (auto& th : threads) th.join();
+  std::printf("child: emitted %llu\n", static_cast<unsigned long long>(t * n));
+  return 0;
+}
+
+[[noreturn]] void ExitThread(std::uint32_t t, std::uint64_t n) {
+  std::atomic<std::uint32_t> done{0};
+  for (std::uint32_t k = 0; k < t; ++k) {
+    std::thread([k, n, &done] {
+      std::uint64_t i = 0;
+      for (; i < n; ++i) HUSH_TRACE(child, seq, k, i);
+      done.fetch_add(1);
+      for (;; ++i) {  // keep emitting until the process is gone
+        HUSH_TRACE(child, seq, k, i);
+        ::usleep(200);
+      }
+    }).detach();
+  }
+  std::thread exiter([t, n, &done] {
+    while (done.load() < t) ::usleep(1000);
+    ::usleep(20000);  // the others are emitting their extra events now
+    HUSH_TRACE(child, last, std::uint64_t{t} * n);
+    std::printf("child: exiting from a thread\n");
+    std::fflush(stdout);
+    std::exit(0);
+  });
+  exiter.join();  // never returns
+  std::abort();
+}
+
+int FlightWait(std::uint64_t n1, std::uint64_t n2) {
+  std::uint64_t i = 0;
+  for (; i < n1; ++i) HUSH_TRACE(child, seq, std::uint32_t{0}, i);
+  std::printf("child: ready\n");
+  std::fflush(stdout);
+  // Wake up now and then while waiting: ThreadSanitizer delivers a signal (SIGUSR2) to a thread
+  // only when it passes through one of its interceptors.
+  pollfd in = {0, POLLIN, 0};
+  while (::poll(&in, 1, 20) == 0) {
+  }
+  char line[64];
+  if (std::fgets(line, sizeof line, stdin) == nullptr) return 3;
+  for (; i < n1 + n2; ++i) HUSH_TRACE(child, seq, std::uint32_t{0}, i);
+  std::printf("child: done\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "emit" && argc == 3) return Emit(Arg(argv, 2));
+  if (mode == "threads" && argc == 4)
+    return Threads(static_cast<std::uint32_t>(Arg(argv, 2)), Arg(argv, 3));
+  if (mode == "exit-thread" && argc == 4)
+    ExitThread(static_cast<std::uint32_t>(Arg(argv, 2)), Arg(argv, 3));
+  if (mode == "flight-wait" && argc == 4) return FlightWait(Arg(argv, 2), Arg(argv, 3));
+  std::fprintf(stderr,
+               "usage: hush_child emit N | threads T N | exit-thread T N | flight-wait N1 N2\n");
+  return 2;
+}

@@ -1,0 +1,446 @@
+// Process-level tests: traced child programs (child_main.cc, linked with the shared and with the
+// static runtime) started with HUSHTRACE_* in their environment.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "runtime/test_util.h"
+
+namespace {
+
+using hushtest::Child;
+using hushtest::ChildEnv;
+using hushtest::ProcessResult;
+using hushtest::ReadTrace;
+using hushtest::RunProcess;
+using hushtest::TempDir;
+using hushtest::Trace;
+using hushtest::TraceEvent;
+
+std::size_t CountLines(const std::string& s) {
+  std::size_t n = 0;
+  for (char c : s) n += c == '\n' ? 1 : 0;
+  return n;
+}
+
+// Per thread field value -> sequence numbers in trace order.
+std::map<std::uint64_t, std::vector<std::uint64_t>> SeqsByThread(const Trace& t) {
+  std::map<std::uint64_t, std::vector<std::uint64_t>> out;
+  for (const TraceEvent& e : t.events) {
+    if (e.name == "child:seq") out[e.U("thread")].push_back(e.U("seq"));
+  }
+  return out;
+}
+
+bool IsRange(const std::vector<std::uint64_t>& v, std::uint64_t from, std::uint64_t to) {
+  if (v.size() != to - from) return false;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (v[i] != from + i) return false;
+  }
+  return true;
+}
+
+class ProcessTest : public testing::TestWithParam<const char*> {
+ protected:
+  std::string exe() const { return hushtest::HelperPath(GetParam()); }
+  ProcessResult Run(const std::vector<std::string>& args, const std::vector<std::string>& env) {
+    std::vector<std::string> argv = {exe()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunProcess(argv, ChildEnv(env), 120);
+  }
+  static std::string Out(const std::string& dir) { return "HUSHTRACE_OUTPUT=" + dir; }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Sessions from the environment
+// ---------------------------------------------------------------------------------------------
+
+TEST_P(ProcessTest, EnvironmentStartsASessionThatWritesATrace) {
+  TempDir dir("proc");
+  const std::string out = dir.Sub("trace");
+  const ProcessResult r = Run({"emit", "1000"}, {"HUSHTRACE_EVENTS=child:*", Out(out)});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  EXPECT_EQ(r.out, "child: emitted 1000\n");
+  EXPECT_EQ(r.err, "") << "a working session prints nothing";
+  const Trace t = ReadTrace(out);
+  ASSERT_TRUE(t.ok) << t.error;
+  const auto seqs = SeqsByThread(t);
+  ASSERT_EQ(seqs.size(), 1u);
+  EXPECT_TRUE(IsRange(seqs.begin()->second, 0, 1000));
+  EXPECT_EQ(t.TotalDiscarded(), 0u);
+}
+
+TEST_P(ProcessTest, EnvironmentWithExplicitStreamModeAndBufferSize) {
+  TempDir dir("proc");
+  const std::string out = dir.Sub("trace");
+  // 3 x 5000 events of 16 bytes fit in one 4M ring even if the threads share it: no loss.
+  const ProcessResult r =
+      Run({"threads", "3", "5000"}, {"HUSHTRACE_EVENTS=nomatch:*, child:seq", Out(out),
+                                     "HUSHTRACE_MODE=stream", "HUSHTRACE_BUFFER_SIZE=4M"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  EXPECT_EQ(r.err, "");
+  const Trace t = ReadTrace(out);
+  ASSERT_TRUE(t.ok) << t.error;
+  const auto seqs = SeqsByThread(t);
+  ASSERT_EQ(seqs.size(), 3u);
+  for (const auto& [thread, v] : seqs) EXPECT_TRUE(IsRange(v, 0, 5000)) << "thread " << thread;
+  EXPECT_EQ(t.TotalDiscarded(), 0u);
+}
+
+TEST_P(ProcessTest, EnvironmentWithoutEventsStartsNothing) {
+  TempDir dir("proc");
+  const std::string out = dir.Sub("trace");
+  const ProcessResult r = Run({"emit", "10"}, {Out(out), "HUSHTRACE_MODE=flight"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  EXPECT_EQ(r.err, "");
+  EXPECT_FALSE(hushtest::Exists(out));
+}
+
+TEST_P(ProcessTest, InvalidModePrintsOneMessageAndTheProgramRunsNormally) {
+  TempDir dir("proc");
+  const std::string out = dir.Sub("trace");
+  const ProcessResult r =
+      Run({"emit", "100"}, {"HUSHTRACE_EVENTS=child:*", Out(out), "HUSHTRACE_MODE=fligth"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  EXPECT_EQ(r.out, "child: emitted 100\n");
+  EXPECT_EQ(CountLines(r.err), 1u) << "exactly one message:\n" << r.err;
+  EXPECT_EQ(r.err.rfind("hushtrace:", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("HUSHTRACE_MODE"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("fligth"), std::string::npos) << "names the bad value:\n" << r.err;
+  EXPECT_FALSE(hushtest::Exists(out)) << "no trace for a rejected configuration";
+}
+
+TEST_P(ProcessTest, InvalidBufferSizesPrintOneMessageAndTheProgramRunsNormally) {
+  for (const char* bad : {"12q", "8k", "-5", "0", "k", "1.5M", "16383"}) {
+    SCOPED_TRACE(std::string("HUSHTRACE_BUFFER_SIZE=") + bad);
+    TempDir dir("proc");
+    const std::string out = dir.Sub("trace");
+    const ProcessResult r = Run({"emit", "100"}, {"HUSHTRACE_EVENTS=child:*", Out(out),
+                                                  std::string("HUSHTRACE_BUFFER_SIZE=") + bad});
+    ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+    EXPECT_EQ(r.out, "child: emitted 100\n");
+    EXPECT_EQ(CountLines(r.err), 1u) << "exactly one message:\n" << r.err;
+    EXPECT_EQ(r.err.rfind("hushtrace:", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find("HUSHTRACE_BUFFER_SIZE"), std::string::npos) << r.err;
+    EXPECT_FALSE(hushtest::Exists(out));
+  }
+}
+
+// BUG (reported): every size from the documented minimum (16k) up to 32k-1 is accepted but gives
+// sub-buffers of 0 bytes (src/session/core.cc, Core::Start); the program crashes on its first
+// event.
+TEST_P(ProcessTest, SmallestAcceptedBufferSizesWork) {
+  for (const char* size : {"16k", "16384", "20k", "31k", "32k"}) {
+    SCOPED_TRACE(std::string("HUSHTRACE_BUFFER_SIZE=") + size);
+    TempDir dir("proc");
+    const std::string out = dir.Sub("trace");
+    const ProcessResult r = Run({"emit", "5000"}, {"HUSHTRACE_EVENTS=child:*", Out(out),
+                                                   std::string("HUSHTRACE_BUFFER_SIZE=") + size});
+    if (!r.exited || r.exit_code != 0) {
+      ADD_FAILURE() << r.Describe();
+      continue;  // the other sizes still run
+    }
+    EXPECT_EQ(r.out, "child: emitted 5000\n");
+    const Trace t = ReadTrace(out);
+    if (!t.ok) {
+      ADD_FAILURE() << t.error;
+      continue;
+    }
+    const hushtest::RecordedLosses lost = hushtest::ReadRecordedLosses(out);
+    EXPECT_LE(t.events.size() + lost.discarded, 5000u);
+    EXPECT_GT(t.events.size(), 0u);
+  }
+}
+
+// A program traced from the environment, built with AddressSanitizer, must still exit 0: a leak
+// report would turn every traced test run of an ASan build into a failure. (Skipped in builds
+// without ASan: there is no leak checker to run.)
+// BUG (reported): the Session started by StartFromEnvironment() is kept in `g_env_session`
+// (src/session/session_api.cc), a write-only variable with internal linkage that the compiler
+// removes, so LeakSanitizer reports the Session (71 bytes) and the program exits non-zero.
+TEST_P(ProcessTest, TracedProgramExitsCleanlyUnderLeakSanitizer) {
+#if !defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "not an AddressSanitizer build";
+#else
+  TempDir dir("proc");
+  const std::string out = dir.Sub("trace");
+  const ProcessResult r = RunProcess(
+      {exe(), "threads", "2", "1000"},
+      ChildEnv({"HUSHTRACE_EVENTS=child:*", Out(out), "HUSHTRACE_BUFFER_SIZE=256k"}, true), 120);
+  EXPECT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  EXPECT_EQ(r.err.find("LeakSanitizer"), std::string::npos) << r.err;
+#endif
+}
+
+// ---------------------------------------------------------------------------------------------
+// Flushing at exit
+// ---------------------------------------------------------------------------------------------
+
+TEST_P(ProcessTest, ReturnFromMainFlushesEveryEvent) {
+  TempDir dir("proc");
+  const std::string out = dir.Sub("trace");
+  const ProcessResult r = Run({"threads", "4", "20000"},
+                              {"HUSHTRACE_EVENTS=child:*", Out(out), "HUSHTRACE_BUFFER_SIZE=4M"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  EXPECT_EQ(r.out, "child: emitted 80000\n");
+  const Trace t = ReadTrace(out);
+  ASSERT_TRUE(t.ok) << t.error;
+  EXPECT_EQ(t.TotalDiscarded(), 0u) << "a 4M ring per thread holds all 20000 events";
+  const auto seqs = SeqsByThread(t);
+  ASSERT_EQ(seqs.size(), 4u);
+  for (const auto& [thread, v] : seqs) EXPECT_TRUE(IsRange(v, 0, 20000)) << "thread " << thread;
+}
+
+TEST_P(ProcessTest, ExitFromAnotherThreadWhileThreadsEmitFlushesEveryEvent) {
+  TempDir dir("proc");
+  const std::string out = dir.Sub("trace");
+  const ProcessResult r = Run({"exit-thread", "3", "20000"},
+                              {"HUSHTRACE_EVENTS=child:*", Out(out), "HUSHTRACE_BUFFER_SIZE=4M"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  EXPECT_EQ(r.out, "child: exiting from a thread\n");
+  const Trace t = ReadTrace(out);
+  ASSERT_TRUE(t.ok) << t.error;
+  EXPECT_EQ(t.TotalDiscarded(), 0u);
+  ASSERT_EQ(t.Named("child:last").size(), 1u) << "the exiting thread's last event is in the trace";
+  EXPECT_EQ(t.Named("child:last")[0]->U("total"), 60000u);
+  const auto seqs = SeqsByThread(t);
+  ASSERT_EQ(seqs.size(), 3u);
+  for (const auto& [thread, v] : seqs) {
+    ASSERT_GE(v.size(), 20000u) << "thread " << thread << ": its 20000 events before exit()";
+    // Events still being emitted during exit(): a gap-free prefix, nothing out of place.
+    EXPECT_TRUE(IsRange(v, 0, v.size())) << "thread " << thread;
+  }
+}
+
+TEST_P(ProcessTest, FlightModeWritesTheRingsAtExit) {
+  TempDir dir("proc");
+  const std::string out = dir.Sub("trace");
+  const ProcessResult r = Run(
+      {"emit", "200000"},
+      {"HUSHTRACE_EVENTS=child:*", Out(out), "HUSHTRACE_MODE=flight", "HUSHTRACE_BUFFER_SIZE=64k"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  const Trace t = ReadTrace(out);
+  ASSERT_TRUE(t.ok) << t.error;
+  const auto seqs = SeqsByThread(t);
+  ASSERT_EQ(seqs.size(), 1u);
+  const auto& v = seqs.begin()->second;
+  ASSERT_FALSE(v.empty());
+  EXPECT_TRUE(IsRange(v, 200000 - v.size(), 200000)) << "the most recent events, without a gap";
+  const hushtest::RecordedLosses lost = hushtest::ReadRecordedLosses(out);
+  ASSERT_TRUE(lost.ok);
+  EXPECT_EQ(v.size() + lost.discarded, 200000u) << "read + recorded losses == emitted";
+  EXPECT_EQ(lost.overwritten, lost.discarded);
+}
+
+// Starts `flight-wait n1 n2`, sends SIGUSR2 once the first n1 events are emitted and checks that
+// the snapshot is on disk while the child still runs; then lets it finish and returns its result.
+void SnapshotWithSigusr2(const std::string& exe, const std::string& out, int n1, int n2,
+                         ProcessResult* r) {
+  Child child(
+      {exe, "flight-wait", std::to_string(n1), std::to_string(n2)},
+      ChildEnv({"HUSHTRACE_EVENTS=child:*", "HUSHTRACE_OUTPUT=" + out, "HUSHTRACE_MODE=flight"}));
+  ASSERT_TRUE(child.started());
+  ASSERT_TRUE(child.WaitForOutput("child: ready")) << child.Stderr();
+  // Nothing is on disk in flight mode until asked.
+  const Trace before = ReadTrace(out);
+  ASSERT_TRUE(before.ok) << before.error;
+  EXPECT_EQ(before.events.size(), 0u);
+
+  ASSERT_EQ(::kill(child.pid(), SIGUSR2), 0);
+  Trace snap;
+  for (int i = 0; i < 1000; ++i) {  // a thread of the child writes the snapshot: poll
+    snap = ReadTrace(out);
+    if (snap.ok && snap.events.size() >= static_cast<std::size_t>(n1)) break;
+    ::usleep(10000);
+  }
+  ASSERT_TRUE(snap.ok) << snap.error;
+  const auto mid = SeqsByThread(snap);
+  ASSERT_EQ(mid.size(), 1u) << "no event on disk after SIGUSR2";
+  EXPECT_TRUE(IsRange(mid.begin()->second, 0, static_cast<std::uint64_t>(n1)))
+      << "the snapshot holds the events emitted before it";
+  ASSERT_TRUE(child.WriteStdin("go\n"));
+  *r = child.Wait();
+}
+
+TEST_P(ProcessTest, FlightModeWritesOnSigusr2WhileRunningAndAtExitWithoutDuplicates) {
+  TempDir dir("proc");
+  const std::string out = dir.Sub("trace");
+  ProcessResult r;
+  SnapshotWithSigusr2(exe(), out, 300, 0, &r);
+  if (HasFatalFailure()) return;
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  EXPECT_EQ(r.out, "child: ready\nchild: done\n");
+  const Trace t = ReadTrace(out);
+  ASSERT_TRUE(t.ok) << t.error;
+  const auto all = SeqsByThread(t);
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_TRUE(IsRange(all.begin()->second, 0, 300)) << "the exit write adds no duplicate";
+  EXPECT_EQ(t.TotalDiscarded(), 0u);
+}
+
+// Regression test: the part of the open packet written by the snapshot used to end after the
+// point where the rest of the packet begins, and babeltrace2 refused the trace (fixed in 6dc7adc;
+// also RingPartial.* in runtime_ring_test).
+TEST_P(ProcessTest, FlightModeEventsAfterASigusr2SnapshotAreWrittenAtExitOnce) {
+  TempDir dir("proc");
+  const std::string out = dir.Sub("trace");
+  ProcessResult r;
+  SnapshotWithSigusr2(exe(), out, 300, 200, &r);
+  if (HasFatalFailure()) return;
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  EXPECT_EQ(r.out, "child: ready\nchild: done\n");
+  const Trace t = ReadTrace(out);
+  ASSERT_TRUE(t.ok) << t.error;
+  const auto all = SeqsByThread(t);
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_TRUE(IsRange(all.begin()->second, 0, 500))
+      << "every event once: no duplicate of the snapshot";
+  EXPECT_EQ(t.TotalDiscarded(), 0u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Trace directory safety
+// ---------------------------------------------------------------------------------------------
+
+// Every file of the trace is 0600 and every directory 0700, whatever the umask: checked while
+// the program runs (the ring files exist then) and after it exits.
+TEST_P(ProcessTest, TraceDirectoryIs0700AndFilesAre0600EvenWithUmask0) {
+  TempDir dir("proc");
+  const std::string out = dir.Sub("trace");
+  auto check = [&](const char* when) {
+    SCOPED_TRACE(when);
+    EXPECT_EQ(hushtest::Mode(out), 0700);
+    int files = 0;
+    for (const std::string& name : hushtest::ListDir(out)) {
+      const std::string path = out + "/" + name;
+      if (name == ".ring") {
+        EXPECT_EQ(hushtest::Mode(path), 0700) << name;
+        for (const std::string& ring : hushtest::ListDir(path)) {
+          EXPECT_EQ(hushtest::Mode(path + "/" + ring), 0600) << ".ring/" << ring;
+          ++files;
+        }
+        continue;
+      }
+      EXPECT_EQ(hushtest::Mode(path), 0600) << name;
+      ++files;
+    }
+    return files;
+  };
+  const mode_t old = ::umask(0);  // inherited by the child
+  Child child({exe(), "flight-wait", "100", "100"},
+              ChildEnv({"HUSHTRACE_EVENTS=child:*", Out(out)}));
+  ::umask(old);
+  ASSERT_TRUE(child.started());
+  ASSERT_TRUE(child.WaitForOutput("child: ready")) << child.Stderr();
+  EXPECT_GE(check("while running"), 3) << "metadata, a stream and its ring";
+  EXPECT_TRUE(hushtest::Exists(out + "/.ring/ring_0"));
+  ASSERT_TRUE(child.WriteStdin("go\n"));
+  const ProcessResult r = child.Wait();
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  EXPECT_GE(check("after exit"), 2) << "metadata and a stream";
+  const Trace t = ReadTrace(out);
+  ASSERT_TRUE(t.ok) << t.error;
+  EXPECT_EQ(t.events.size(), 200u);
+}
+
+TEST_P(ProcessTest, DirectoryThatAlreadyHoldsATraceIsRefused) {
+  TempDir dir("proc");
+  const std::string out = dir.Sub("trace");
+  ProcessResult r = Run({"emit", "10"}, {"HUSHTRACE_EVENTS=child:*", Out(out)});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  const std::string metadata = hushtest::ReadFile(out + "/metadata");
+  const std::string stream = hushtest::ReadFile(out + "/stream_0");
+  ASSERT_FALSE(stream.empty());
+
+  r = Run({"emit", "20"}, {"HUSHTRACE_EVENTS=child:*", Out(out)});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  EXPECT_EQ(r.out, "child: emitted 20\n");
+  EXPECT_EQ(CountLines(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find("already holds a trace"), std::string::npos) << r.err;
+  EXPECT_EQ(hushtest::ReadFile(out + "/metadata"), metadata) << "the old trace is untouched";
+  EXPECT_EQ(hushtest::ReadFile(out + "/stream_0"), stream);
+  const Trace t = ReadTrace(out);
+  ASSERT_TRUE(t.ok) << t.error;
+  EXPECT_EQ(t.events.size(), 10u);
+}
+
+TEST_P(ProcessTest, SymlinkAtTheOutputPathIsNotFollowed) {
+  TempDir dir("proc");
+  const std::string out = dir.Sub("trace");
+  const std::string victim = dir.Sub("victim");
+  ASSERT_EQ(::mkdir(victim.c_str(), 0700), 0);
+  ASSERT_EQ(::symlink(victim.c_str(), out.c_str()), 0);
+  const ProcessResult r = Run({"emit", "10"}, {"HUSHTRACE_EVENTS=child:*", Out(out)});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  EXPECT_EQ(r.out, "child: emitted 10\n");
+  EXPECT_EQ(CountLines(r.err), 1u) << r.err;
+  EXPECT_TRUE(hushtest::ListDir(victim).empty()) << "nothing may be written through the link";
+  EXPECT_EQ(hushtest::Mode(victim), 0700) << "the link's target is not chmod-ed";
+}
+
+TEST_P(ProcessTest, DanglingSymlinkAtTheOutputPathIsNotFollowed) {
+  TempDir dir("proc");
+  const std::string out = dir.Sub("trace");
+  const std::string victim = dir.Sub("victim");
+  ASSERT_EQ(::symlink(victim.c_str(), out.c_str()), 0);
+  const ProcessResult r = Run({"emit", "10"}, {"HUSHTRACE_EVENTS=child:*", Out(out)});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  EXPECT_EQ(CountLines(r.err), 1u) << r.err;
+  EXPECT_FALSE(hushtest::Exists(victim)) << "the link's target must not be created";
+}
+
+TEST_P(ProcessTest, SymlinkToAPermissiveDirectoryIsNotTightenedOrUsed) {
+  TempDir dir("proc");
+  const std::string out = dir.Sub("trace");
+  const std::string victim = dir.Sub("shared");
+  ASSERT_EQ(::mkdir(victim.c_str(), 0755), 0);
+  ASSERT_EQ(::chmod(victim.c_str(), 0755), 0);
+  ASSERT_EQ(::symlink(victim.c_str(), out.c_str()), 0);
+  const ProcessResult r = Run({"emit", "10"}, {"HUSHTRACE_EVENTS=child:*", Out(out)});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  EXPECT_EQ(hushtest::Mode(victim), 0755);
+  EXPECT_TRUE(hushtest::ListDir(victim).empty());
+}
+
+TEST_P(ProcessTest, SymlinkedRingDirectoryInsideTheOutputIsNotFollowed) {
+  TempDir dir("proc");
+  const std::string out = dir.Sub("trace");
+  const std::string victim = dir.Sub("victim");
+  ASSERT_EQ(::mkdir(out.c_str(), 0700), 0);
+  ASSERT_EQ(::mkdir(victim.c_str(), 0700), 0);
+  ASSERT_EQ(::symlink(victim.c_str(), (out + "/.ring").c_str()), 0);
+  const ProcessResult r = Run({"emit", "10"}, {"HUSHTRACE_EVENTS=child:*", Out(out)});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  EXPECT_EQ(r.out, "child: emitted 10\n");
+  EXPECT_TRUE(hushtest::ListDir(victim).empty()) << "no ring file created through the link";
+  EXPECT_FALSE(r.err.empty()) << "the refusal is reported";
+}
+
+TEST_P(ProcessTest, SymlinkedFilesInsideTheOutputAreNotFollowed) {
+  TempDir dir("proc");
+  const std::string out = dir.Sub("trace");
+  ASSERT_EQ(::mkdir(out.c_str(), 0700), 0);
+  const std::string victim1 = dir.Sub("victim1"), victim2 = dir.Sub("victim2");
+  ASSERT_TRUE(hushtest::WriteFile(victim1, "keep1"));
+  ASSERT_TRUE(hushtest::WriteFile(victim2, "keep2"));
+  ASSERT_EQ(::symlink(victim1.c_str(), (out + "/stream_0").c_str()), 0);
+  ASSERT_EQ(::symlink(victim2.c_str(), (out + "/.metadata.tmp").c_str()), 0);
+  const ProcessResult r = Run({"emit", "10"}, {"HUSHTRACE_EVENTS=child:*", Out(out)});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  EXPECT_EQ(r.out, "child: emitted 10\n");
+  EXPECT_EQ(hushtest::ReadFile(victim1), "keep1");
+  EXPECT_EQ(hushtest::ReadFile(victim2), "keep2");
+}
+
+INSTANTIATE_TEST_SUITE_P(Linkage, ProcessTest, testing::Values("hush_child", "hush_child_static"),
+                         [](const testing::TestParamInfo<const char*>& info) {
+                           return std::string(info.param) == "hush_child" ? "Shared" : "Static";
+                         });
+
+}  // namespace

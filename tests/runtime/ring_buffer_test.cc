@@ -1,0 +1,670 @@
+// Ring buffer unit tests (src/ring). The test owns the producer: a ThreadWriter of its own, driven
+// through OpenPacket/ClosePacket/Room/CountDiscarded exactly like the slow path does
+// (src/session/thread_attach.cc), with events written by the inline Reserve/Commit fast path at
+// nesting 1. The consumer side is Ring::WriteNew into a stream file, which is parsed here
+// byte-for-byte (docs/format.md, section 3) and, where it matters, read back by babeltrace2 with
+// metadata produced by the real CTF metadata writer.
+//
+// The last tests go through a real session (hush::Session) to exercise ReserveSlow.
+#include "ring/ring_buffer.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "format/ctf_metadata.h"
+#include "hushtrace/hushtrace.h"
+#include "hushtrace/internal/thread_writer.h"
+#include "hushtrace/session.h"
+#include "registry/meta_record.h"
+#include "registry/registry.h"
+#include "ring/ring_layout.h"
+#include "runtime/test_util.h"
+
+// The one event of the ring tests: id 0, payload = one uint64 sequence number (12 bytes in all).
+HUSH_TRACEPOINT(ringtest, seq, (std::uint64_t, seq))
+// Used by the session-level oversize tests.
+HUSH_TRACEPOINT(ringtest, blob, (std::span<const std::byte>, data))
+HUSH_TRACEPOINT(ringtest, mark, (std::uint64_t, seq))
+
+namespace {
+
+using hush::internal::ThreadWriter;
+using hush::ring::kPacketHeaderSize;
+using hush::ring::PacketHeader;
+using hush::ring::Ring;
+using hush::ring::RingConfig;
+using hush::ring::RingMode;
+using hushtest::TempDir;
+
+constexpr std::size_t kSubbuf = 4096;
+constexpr std::uint32_t kCount = 4;
+constexpr std::size_t kEventSize = 12;  // 4-byte compact header + uint64
+constexpr std::uint64_t kPerPacket = (kSubbuf - kPacketHeaderSize) / kEventSize;  // 332
+constexpr std::uint32_t kTid = 4242;
+static_assert(kPerPacket == 332);
+
+struct DiskEvent {
+  std::uint32_t id;
+  std::uint64_t ts;
+  std::uint64_t seq;
+};
+struct DiskPacket {
+  PacketHeader h;
+  std::vector<DiskEvent> events;
+};
+
+// Parses a stream file of `ringtest:seq` events (id 0), rebuilding compact timestamps as
+// docs/format.md, section 3 says. Fails the test on any malformed byte.
+std::vector<DiskPacket> ParseStream(const std::string& bytes) {
+  std::vector<DiskPacket> out;
+  std::size_t at = 0;
+  while (at < bytes.size()) {
+    DiskPacket p;
+    if (bytes.size() - at < kPacketHeaderSize) {
+      ADD_FAILURE() << "truncated packet header at offset " << at;
+      return out;
+    }
+    std::memcpy(&p.h, bytes.data() + at, sizeof p.h);
+    EXPECT_EQ(p.h.magic, hush::ring::kCtfMagic) << "at offset " << at;
+    EXPECT_EQ(p.h.content_size, p.h.packet_size) << "on disk packet_size == content_size";
+    EXPECT_EQ(p.h.content_size % 8, 0u);
+    const std::size_t len = p.h.content_size / 8;
+    if (len < kPacketHeaderSize || at + len > bytes.size()) {
+      ADD_FAILURE() << "bad content_size " << p.h.content_size << " at offset " << at;
+      return out;
+    }
+    std::uint64_t prev = p.h.timestamp_begin;
+    std::size_t e = at + kPacketHeaderSize;
+    while (e < at + len) {
+      DiskEvent ev{};
+      const auto id = static_cast<std::uint8_t>(bytes[e]);
+      if (id == 255) {
+        std::memcpy(&ev.id, bytes.data() + e + 1, 4);
+        std::memcpy(&ev.ts, bytes.data() + e + 5, 8);
+        e += 13;
+      } else {
+        ev.id = id;
+        std::uint32_t low = 0;
+        std::memcpy(&low, bytes.data() + e + 1, 3);
+        std::uint64_t ts = (prev & ~std::uint64_t{0xffffff}) | low;
+        if (ts < prev) ts += std::uint64_t{1} << 24;
+        ev.ts = ts;
+        e += 4;
+      }
+      EXPECT_EQ(ev.id, 0u);
+      std::memcpy(&ev.seq, bytes.data() + e, 8);
+      e += 8;
+      prev = ev.ts;
+      p.events.push_back(ev);
+    }
+    EXPECT_EQ(e, at + len) << "events overrun the packet";
+    at += len;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+std::vector<std::uint64_t> Seqs(const std::vector<DiskPacket>& packets) {
+  std::vector<std::uint64_t> out;
+  for (const DiskPacket& p : packets) {
+    for (const DiskEvent& e : p.events) out.push_back(e.seq);
+  }
+  return out;
+}
+
+std::vector<std::uint64_t> Range(std::uint64_t from, std::uint64_t to) {
+  std::vector<std::uint64_t> v;
+  for (std::uint64_t i = from; i < to; ++i) v.push_back(i);
+  return v;
+}
+
+// One ring, its producer and a consumer writing `dir/stream_0`; `dir/metadata` describes it.
+class RingHarness {
+ public:
+  RingHarness(RingMode mode, const std::string& dir, std::size_t subbuf = kSubbuf,
+              std::uint32_t count = kCount)
+      : dir_(dir) {
+    RingConfig config;
+    config.subbuf_size = subbuf;
+    config.subbuf_count = count;
+    config.mode = mode;
+    for (int i = 0; i < 16; ++i) config.uuid[i] = static_cast<std::uint8_t>(0x10 + i);
+    config.uuid[6] = 0x40;
+    config.uuid[8] = 0x80;
+    config.pid = static_cast<std::uint32_t>(::getpid());
+    ring_ = Ring::CreateInMemory(0, config);
+    fd_ = ::open((dir + "/stream_0").c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    EXPECT_GE(fd_, 0);
+    WriteMetadata(config, mode);
+  }
+  ~RingHarness() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  Ring& ring() { return *ring_; }
+  ThreadWriter& writer() { return w_; }
+  std::uint64_t ts() const { return ts_; }
+  std::uint64_t emitted() const { return next_seq_; }
+  void AdvanceTime(std::uint64_t d) { ts_ += d; }
+
+  // Emits event `next_seq_` at the next timestamp, as the runtime would. Returns false when the
+  // ring had no room (discarded and counted).
+  bool Emit() {
+    ts_ += 7;
+    const std::uint64_t seq = next_seq_++;
+    w_.nesting = 1;
+    if (ring_->Room(w_) < kEventSize) {
+      ring_->ClosePacket(w_, ts_);
+      if (!ring_->OpenPacket(w_, ts_, kTid, "ringtest")) {
+        ring_->CountDiscarded(1);
+        w_.nesting = 0;
+        return false;
+      }
+    }
+    char* p = hush::internal::Reserve(w_, 0, ts_, sizeof seq);
+    EXPECT_NE(p, nullptr) << "the fast path must accept an event that fits";
+    if (p == nullptr) {
+      w_.nesting = 0;
+      return false;
+    }
+    std::memcpy(p, &seq, sizeof seq);
+    hush::internal::Commit(w_, p + sizeof seq);
+    w_.nesting = 0;
+    return true;
+  }
+  std::uint64_t EmitMany(std::uint64_t n) {
+    std::uint64_t ok = 0;
+    for (std::uint64_t i = 0; i < n; ++i) ok += Emit() ? 1 : 0;
+    return ok;
+  }
+  // Fills packets until exactly `packets` are closed and the next one is open with `extra` events.
+  hush::ring::WriteResult Consume(bool include_open) {
+    return ring_->WriteNew(fd_, ts_ + 1, include_open);
+  }
+  hush::ring::WriteResult ConsumeAt(std::uint64_t now, bool include_open) {
+    return ring_->WriteNew(fd_, now, include_open);
+  }
+  void Close() { ring_->ClosePacket(w_, ts_ + 1); }
+  std::string Disk() const { return hushtest::ReadFile(dir_ + "/stream_0"); }
+  std::vector<DiskPacket> Packets() const { return ParseStream(Disk()); }
+
+ private:
+  void WriteMetadata(const RingConfig& config, RingMode mode) {
+    using Spec = hush_tp_ringtest_seq;
+    const auto& record = hush::internal::kMetaRecord<Spec>;
+    hush::registry::Event event;
+    std::string error;
+    ASSERT_NE(hush::registry::ParseMetaRecord(record.data(), record.size(), &event.meta, &error),
+              0u)
+        << error;
+    event.id = 0;
+    event.enabled = true;
+    hush::format::TraceInfo info;
+    std::memcpy(info.uuid, config.uuid, 16);
+    info.pid = config.pid;
+    info.procname = "ringtest";
+    info.hostname = "localhost";
+    info.mode = mode == RingMode::kFlight ? "flight" : "stream";
+    info.clock.use_tsc = false;
+    info.clock.freq_hz = 1000000000;
+    info.clock.freq_source = "nominal";
+    ASSERT_TRUE(
+        hushtest::WriteFile(dir_ + "/metadata", hush::format::BuildMetadata(info, {&event})));
+  }
+
+  std::string dir_;
+  std::unique_ptr<Ring> ring_;
+  ThreadWriter w_{};
+  int fd_ = -1;
+  std::uint64_t ts_ = 1000000;
+  std::uint64_t next_seq_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Stream mode
+// ---------------------------------------------------------------------------------------------
+
+TEST(RingStream, WrapsAroundManyTimesWithAConsumerWithoutLoss) {
+  TempDir dir("ring");
+  RingHarness h(RingMode::kStream, dir.path());
+  const std::uint64_t n = 20 * kPerPacket + 17;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    ASSERT_TRUE(h.Emit()) << "event " << i << " discarded although the consumer keeps up";
+    const auto& hdr = h.ring().header();
+    if (hdr.produced.load() - hdr.consumed.load() >= 2) {
+      ASSERT_EQ(h.Consume(false).error, 0);
+    }
+  }
+  h.Close();
+  const auto r = h.Consume(false);
+  ASSERT_EQ(r.error, 0);
+
+  EXPECT_EQ(h.ring().header().produced.load(), 21u) << "20 full packets + 1 partial";
+  EXPECT_EQ(h.ring().header().consumed.load(), 21u);
+  EXPECT_EQ(h.ring().header().discarded.load(), 0u);
+  EXPECT_EQ(h.ring().header().events.load(), n);
+
+  const auto packets = h.Packets();
+  ASSERT_EQ(packets.size(), 21u);
+  for (std::size_t i = 0; i < packets.size(); ++i) {
+    EXPECT_EQ(packets[i].h.packet_seq_num, i);
+    EXPECT_EQ(packets[i].h.stream_instance_id, 0u);
+    EXPECT_EQ(packets[i].h.vtid, kTid);
+    EXPECT_EQ(packets[i].h.events_discarded, 0u);
+    EXPECT_EQ(packets[i].events.size(), i < 20 ? kPerPacket : 17u);
+    EXPECT_LE(packets[i].h.timestamp_begin, packets[i].events.front().ts);
+    EXPECT_GE(packets[i].h.timestamp_end, packets[i].events.back().ts);
+    if (i > 0) {
+      EXPECT_LE(packets[i - 1].h.timestamp_end, packets[i].h.timestamp_begin);
+    }
+  }
+  EXPECT_EQ(Seqs(packets), Range(0, n));
+  // Timestamps rebuilt from the compact headers are the ones the producer used.
+  std::uint64_t expect_ts = 1000000;
+  for (const DiskPacket& p : packets) {
+    for (const DiskEvent& e : p.events) {
+      expect_ts += 7;
+      ASSERT_EQ(e.ts, expect_ts) << "seq " << e.seq;
+    }
+  }
+
+  const hushtest::Trace t = hushtest::ReadTrace(dir.path());
+  ASSERT_TRUE(t.ok) << t.error;
+  EXPECT_EQ(t.events.size(), n);
+  EXPECT_EQ(t.TotalDiscarded(), 0u);
+}
+
+TEST(RingStream, OpenPacketIsWrittenOnlyWhenAskedAndOnlyIfItHasEvents) {
+  TempDir dir("ring");
+  RingHarness h(RingMode::kStream, dir.path());
+  // An open packet without events is never written.
+  h.Emit();
+  h.Consume(true);
+  const std::size_t after_first = h.Disk().size();
+  EXPECT_EQ(after_first, kPacketHeaderSize + kEventSize);
+  EXPECT_EQ(h.Consume(true).packets, 0u) << "nothing new committed: nothing to write";
+  h.EmitMany(5);
+  EXPECT_EQ(h.Consume(false).packets, 0u) << "include_open=false must not write the open packet";
+  EXPECT_EQ(h.Disk().size(), after_first);
+  EXPECT_EQ(h.Consume(true).packets, 1u);
+  EXPECT_EQ(Seqs(h.Packets()), Range(0, 6));
+}
+
+TEST(RingStream, DiscardsAndCountsExactlyWhenTheConsumerDoesNotKeepUp) {
+  TempDir dir("ring");
+  RingHarness h(RingMode::kStream, dir.path());
+  const std::uint64_t capacity = kCount * kPerPacket;  // every sub-buffer full, none consumed
+  EXPECT_EQ(h.EmitMany(capacity), capacity);
+  EXPECT_EQ(h.ring().header().discarded.load(), 0u);
+  // The next 100 events find every sub-buffer unconsumed.
+  EXPECT_EQ(h.EmitMany(100), 0u);
+  EXPECT_EQ(h.ring().header().discarded.load(), 100u);
+  EXPECT_EQ(h.ring().header().produced.load(), kCount);
+  EXPECT_FALSE(h.ring().HasOpenPacket());
+
+  // The consumer catches up; the producer goes on where it was.
+  ASSERT_EQ(h.Consume(false).packets, kCount);
+  EXPECT_EQ(h.EmitMany(10), 10u);
+  h.Close();
+  ASSERT_EQ(h.Consume(false).error, 0);
+
+  const auto packets = h.Packets();
+  ASSERT_EQ(packets.size(), kCount + 1);
+  std::vector<std::uint64_t> expect = Range(0, capacity);
+  for (std::uint64_t s = capacity + 100; s < capacity + 110; ++s) expect.push_back(s);
+  EXPECT_EQ(Seqs(packets), expect);
+  for (std::uint32_t i = 0; i < kCount; ++i) EXPECT_EQ(packets[i].h.events_discarded, 0u);
+  EXPECT_EQ(packets[kCount].h.events_discarded, 100u)
+      << "the first packet after the loss carries the cumulative discarded count";
+
+  // A CTF reader agrees: 100 events discarded, the others all read.
+  const hushtest::Trace t = hushtest::ReadTrace(dir.path());
+  ASSERT_TRUE(t.ok) << t.error;
+  EXPECT_EQ(t.TotalDiscarded(), 100u);
+  EXPECT_EQ(t.events.size() + t.TotalDiscarded(), h.emitted());
+}
+
+TEST(RingStream, OpenPacketFailsExactlyWhenAllSubBuffersAreUnconsumed) {
+  TempDir dir("ring");
+  RingHarness h(RingMode::kStream, dir.path());
+  ThreadWriter& w = h.writer();
+  Ring& r = h.ring();
+  for (std::uint32_t i = 0; i < kCount; ++i) {
+    ASSERT_TRUE(r.OpenPacket(w, 2000 + i, kTid, "t")) << "packet " << i;
+    EXPECT_EQ(r.Room(w), kSubbuf - kPacketHeaderSize);
+    r.ClosePacket(w, 2000 + i);
+  }
+  EXPECT_FALSE(r.OpenPacket(w, 3000, kTid, "t"));
+  EXPECT_EQ(r.Room(w), 0u);
+  // Consuming one packet (empty packets are released without being written) frees one slot.
+  h.Consume(false);
+  EXPECT_EQ(r.header().consumed.load(), kCount);
+  EXPECT_TRUE(r.OpenPacket(w, 3001, kTid, "t"));
+  EXPECT_EQ(h.Disk().size(), 0u) << "packets without events are not written";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Flight mode
+// ---------------------------------------------------------------------------------------------
+
+TEST(RingFlight, OverwritesTheOldestPacketsAndCountsTheirEventsExactly) {
+  TempDir dir("ring");
+  RingHarness h(RingMode::kFlight, dir.path());
+  EXPECT_EQ(h.EmitMany(kCount * kPerPacket), kCount * kPerPacket) << "flight mode never discards";
+  EXPECT_EQ(h.ring().header().overwritten.load(), 0u);
+  // Opening packet 4 overwrites packet 0, packet 5 overwrites packet 1, ...
+  for (std::uint64_t p = kCount; p < 10; ++p) {
+    h.Emit();  // opens packet p
+    EXPECT_EQ(h.ring().header().overwritten.load(), (p - kCount + 1) * kPerPacket)
+        << "packet " << p;
+    h.EmitMany(kPerPacket - 1);
+  }
+  h.EmitMany(50);  // packet 10 (overwrites packet 6), partially filled
+  EXPECT_EQ(h.ring().header().overwritten.load(), 7 * kPerPacket);
+  EXPECT_EQ(h.ring().header().discarded.load(), 0u);
+  EXPECT_EQ(h.emitted(), 10 * kPerPacket + 50);
+}
+
+TEST(RingFlight, WriteNewWritesTheNewestPacketsOldestFirst) {
+  TempDir dir("ring");
+  RingHarness h(RingMode::kFlight, dir.path());
+  const std::uint64_t n = 10 * kPerPacket + 50;
+  EXPECT_EQ(h.EmitMany(n), n);
+  const auto r = h.Consume(true);
+  ASSERT_EQ(r.error, 0);
+  EXPECT_EQ(r.packets, 4u) << "packets 7, 8, 9 (closed) and 10 (open)";
+
+  const auto packets = h.Packets();
+  ASSERT_EQ(packets.size(), 4u);
+  EXPECT_EQ(Seqs(packets), Range(7 * kPerPacket, n)) << "the most recent events, oldest first";
+  for (std::size_t i = 0; i < packets.size(); ++i) {
+    EXPECT_EQ(packets[i].h.packet_seq_num, i) << "disk sequence numbers have no gap";
+  }
+  // read + overwritten == emitted, exactly.
+  const std::uint64_t overwritten = h.ring().header().overwritten.load();
+  EXPECT_EQ(Seqs(packets).size() + overwritten, n);
+  EXPECT_EQ(packets.back().h.events_overwritten, overwritten);
+  EXPECT_EQ(packets.back().h.events_discarded, overwritten)
+      << "on disk events_discarded includes the overwritten events";
+
+  const hushtest::Trace t = hushtest::ReadTrace(dir.path());
+  ASSERT_TRUE(t.ok) << t.error;
+  EXPECT_EQ(t.events.size(), 3 * kPerPacket + 50);
+  EXPECT_GE(t.discard_messages, 1u) << "a CTF reader reports the loss";
+  const hushtest::RecordedLosses lost = hushtest::ReadRecordedLosses(dir.path());
+  ASSERT_TRUE(lost.ok);
+  EXPECT_EQ(t.events.size() + lost.discarded, n) << "the trace's own loss count adds up";
+}
+
+// A snapshot writes part of the open packet; later that packet fills up, closes and is
+// overwritten. Only its events that were not written out are lost.
+// BUG (reported): Ring::OpenPacket (src/ring/ring_buffer.cc, flight branch) counts every event of
+// the overwritten packet as lost when written_seq == that packet although written_offset > 0
+// (partly written), so the trace claims more losses than there were: read + overwritten > emitted
+// by the events the snapshot had saved.
+TEST(RingFlight, OverwritingAPartlyWrittenPacketCountsOnlyItsUnwrittenEvents) {
+  TempDir dir("ring");
+  RingHarness h(RingMode::kFlight, dir.path());
+  h.EmitMany(10);
+  ASSERT_EQ(h.Consume(true).packets, 1u) << "a snapshot writes the 10 events of packet 0";
+  const std::uint64_t n = (kCount + 1) * kPerPacket;  // fills packets 0..3, overwrites packet 0
+  h.EmitMany(n - 10);
+  EXPECT_EQ(h.ring().header().overwritten.load(), kPerPacket - 10)
+      << "packet 0 lost only the events the snapshot had not written";
+  h.Close();
+  ASSERT_EQ(h.Consume(true).error, 0);
+  const auto packets = h.Packets();
+  const auto seqs = Seqs(packets);
+  std::vector<std::uint64_t> expect = Range(0, 10);
+  for (std::uint64_t s = kPerPacket; s < n; ++s) expect.push_back(s);
+  EXPECT_EQ(seqs, expect);
+  EXPECT_EQ(seqs.size() + h.ring().header().overwritten.load(), n)
+      << "read + overwritten == emitted";
+  const hushtest::Trace t = hushtest::ReadTrace(dir.path());
+  ASSERT_TRUE(t.ok) << t.error;
+  const hushtest::RecordedLosses lost = hushtest::ReadRecordedLosses(dir.path());
+  ASSERT_TRUE(lost.ok);
+  EXPECT_EQ(t.events.size() + lost.discarded, n) << "the trace's own count adds up";
+}
+
+// When the owning thread exited (its last packet closed, none open), all K sub-buffers hold
+// intact closed packets.
+// Regression test (fixed in 6dc7adc): WriteNew() skipped to packet produced - K + 1 as if a packet
+// were open, and the oldest intact packet was neither written nor counted as overwritten.
+TEST(RingFlight, WithNoOpenPacketEverySubBufferIsWritten) {
+  TempDir dir("ring");
+  RingHarness h(RingMode::kFlight, dir.path());
+  const std::uint64_t n = 10 * kPerPacket;
+  h.EmitMany(n);
+  h.Close();  // what Detach() does when the thread exits
+  ASSERT_FALSE(h.ring().HasOpenPacket());
+  EXPECT_EQ(h.ring().header().produced.load(), 10u);
+  const std::uint64_t overwritten = h.ring().header().overwritten.load();
+  EXPECT_EQ(overwritten, 6 * kPerPacket) << "packets 0..5 were overwritten by packets 4..9";
+  ASSERT_EQ(h.Consume(true).error, 0);
+  const auto packets = h.Packets();
+  EXPECT_EQ(Seqs(packets), Range(6 * kPerPacket, n)) << "packets 6..9 are intact in the ring";
+  EXPECT_EQ(Seqs(packets).size() + overwritten, n) << "read + overwritten == emitted";
+}
+
+// All the overwritten events were lost before packet 7, the first one written: it must carry the
+// whole count, and no loss may be reported between consecutive packets 7..10. Regression test
+// (fixed in 6dc7adc): each packet used to keep the count as of its own close, so a CTF reader
+// reported losses between packets that follow each other without a gap.
+TEST(RingFlight, LossesAreReportedBeforeTheFirstWrittenPacketNotBetweenContiguousOnes) {
+  TempDir dir("ring");
+  RingHarness h(RingMode::kFlight, dir.path());
+  const std::uint64_t n = 10 * kPerPacket + 50;
+  h.EmitMany(n);
+  ASSERT_EQ(h.Consume(true).error, 0);
+  const auto packets = h.Packets();
+  ASSERT_EQ(packets.size(), 4u);
+  EXPECT_EQ(Seqs(packets), Range(7 * kPerPacket, n)) << "no event is missing between the packets";
+  for (const DiskPacket& p : packets) {
+    EXPECT_EQ(p.h.events_discarded, 7 * kPerPacket) << "packet " << p.h.packet_seq_num;
+  }
+  const hushtest::Trace t = hushtest::ReadTrace(dir.path());
+  ASSERT_TRUE(t.ok) << t.error;
+  std::vector<std::string> discard_lines;
+  for (const std::string& line : t.raw) {
+    if (line[0] == 'D') discard_lines.push_back(line);
+  }
+  EXPECT_EQ(discard_lines.size(), 1u) << "one loss, before the first packet; got:\n"
+                                      << testing::PrintToString(discard_lines);
+}
+
+TEST(RingFlight, SecondWriteAfterASnapshotWritesOnlyNewEvents) {
+  TempDir dir("ring");
+  RingHarness h(RingMode::kFlight, dir.path());
+  h.EmitMany(kPerPacket + 10);  // packet 0 closed, packet 1 open with 10 events
+  ASSERT_EQ(h.Consume(true).packets, 2u);
+  h.EmitMany(kPerPacket);  // completes packet 1, opens packet 2
+  h.Close();
+  ASSERT_EQ(h.Consume(true).error, 0);
+  const auto packets = h.Packets();
+  EXPECT_EQ(Seqs(packets), Range(0, 2 * kPerPacket + 10)) << "every event exactly once, in order";
+  EXPECT_EQ(h.ring().header().overwritten.load(), 0u);
+  const hushtest::Trace t = hushtest::ReadTrace(dir.path());
+  ASSERT_TRUE(t.ok) << t.error;
+  EXPECT_EQ(t.events.size(), 2 * kPerPacket + 10);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Partial writes of the open packet
+//
+// Regression tests (fixed in 6dc7adc): the written part of the open packet ended at the flusher's
+// `now`, after the point where the rest of the packet begins, so packets of a stream overlapped in
+// time and babeltrace2 refused every trace with a snapshot taken mid-packet.
+// ---------------------------------------------------------------------------------------------
+
+TEST(RingPartial, ContinuationPacketBeginsNoLaterThanItsFirstEvent) {
+  TempDir dir("ring");
+  RingHarness h(RingMode::kStream, dir.path());
+  h.EmitMany(10);
+  const std::uint64_t first_write_at = h.ts() + 1;
+  ASSERT_EQ(h.ConsumeAt(first_write_at, true).packets, 1u);
+  h.EmitMany(20);  // same ring packet, committed after the partial write
+  h.Close();
+  ASSERT_EQ(h.Consume(false).packets, 1u);
+
+  const auto packets = h.Packets();
+  ASSERT_EQ(packets.size(), 2u);
+  EXPECT_EQ(packets[0].events.size(), 10u);
+  EXPECT_EQ(packets[1].events.size(), 20u);
+  EXPECT_EQ(packets[0].h.packet_seq_num, 0u);
+  EXPECT_EQ(packets[1].h.packet_seq_num, 1u);
+  EXPECT_EQ(Seqs(packets), Range(0, 30));
+  EXPECT_LE(packets[1].h.timestamp_begin, packets[1].events.front().ts);
+  EXPECT_LE(packets[0].h.timestamp_end, packets[1].h.timestamp_begin);
+  // The compact timestamps of the continuation decode to the producer's timestamps.
+  std::uint64_t expect_ts = 1000000;
+  for (const DiskPacket& p : packets) {
+    for (const DiskEvent& e : p.events) EXPECT_EQ(e.ts, expect_ts += 7) << "seq " << e.seq;
+  }
+  const hushtest::Trace t = hushtest::ReadTrace(dir.path());
+  ASSERT_TRUE(t.ok) << t.error;
+  EXPECT_EQ(t.events.size(), 30u);
+}
+
+TEST(RingPartial, SeveralPartialWritesOfOnePacketNeverDuplicateOrLoseEvents) {
+  TempDir dir("ring");
+  RingHarness h(RingMode::kStream, dir.path());
+  for (int round = 0; round < 50; ++round) {
+    h.EmitMany(static_cast<std::uint64_t>(round % 7) * 3 + 1);
+    ASSERT_EQ(h.Consume(true).error, 0);
+  }
+  h.Close();
+  ASSERT_EQ(h.Consume(false).error, 0);
+  const auto packets = h.Packets();
+  EXPECT_EQ(Seqs(packets), Range(0, h.emitted()));
+  for (std::size_t i = 0; i < packets.size(); ++i) {
+    EXPECT_EQ(packets[i].h.packet_seq_num, i);
+    EXPECT_LE(packets[i].h.timestamp_begin, packets[i].events.front().ts);
+    if (i > 0) {
+      EXPECT_LE(packets[i - 1].h.timestamp_end, packets[i].h.timestamp_begin);
+    }
+  }
+  const hushtest::Trace t = hushtest::ReadTrace(dir.path());
+  ASSERT_TRUE(t.ok) << t.error;
+  EXPECT_EQ(t.events.size(), h.emitted());
+}
+
+// An event whose timestamp was read before a flush but committed after it (the emitting thread
+// reads the clock before reserving): the flush closes the partial packet at `now`, later than
+// that event. The stream must still never go back in time.
+TEST(RingPartial, EventCommittedAfterAFlushWithAnOlderTimestampKeepsPacketsOrdered) {
+  TempDir dir("ring");
+  RingHarness h(RingMode::kStream, dir.path());
+  h.EmitMany(10);
+  const std::uint64_t flush_now = h.ts() + 1000;  // the flusher's clock is ahead of the event
+  ASSERT_EQ(h.ConsumeAt(flush_now, true).packets, 1u);
+  h.EmitMany(5);  // timestamps ts+7 .. ts+35 < flush_now
+  h.Close();
+  ASSERT_EQ(h.Consume(false).packets, 1u);
+  const auto packets = h.Packets();
+  ASSERT_EQ(packets.size(), 2u);
+  EXPECT_LE(packets[0].h.timestamp_end, packets[1].h.timestamp_begin)
+      << "packets of a stream must not overlap in time";
+  EXPECT_LE(packets[0].h.timestamp_end, packets[1].events.front().ts)
+      << "an event must not precede the end of the previous packet";
+  const hushtest::Trace t = hushtest::ReadTrace(dir.path());
+  ASSERT_TRUE(t.ok) << t.error;
+  EXPECT_EQ(t.events.size(), 15u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Through the real emit path (ReserveSlow) with a session
+// ---------------------------------------------------------------------------------------------
+
+std::vector<std::byte> Bytes(std::size_t n) {
+  std::vector<std::byte> b(n);
+  for (std::size_t i = 0; i < n; ++i) b[i] = static_cast<std::byte>(i * 7 + 1);
+  return b;
+}
+
+// A 32 KiB buffer gives 8 sub-buffers of 4096 bytes: the largest payload is
+// 4096 - 112 (packet header) - 13 (extended event header) = 3971 bytes = 4 + 3967 blob bytes.
+constexpr std::size_t kSessionBuffer = 32 * 1024;
+constexpr std::size_t kMaxBlob = 4096 - kPacketHeaderSize - 13 - 4;
+
+TEST(RingSession, EventLargerThanASubBufferIsRefusedAndCounted) {
+  TempDir dir("ring");
+  hush::SessionOptions o;
+  o.events = {"ringtest:*"};
+  o.output_dir = dir.Sub("trace");
+  o.buffer_size = kSessionBuffer;
+  std::string error;
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // see session_test.cc, Start()
+  testing::internal::CaptureStderr();
+  auto s = hush::Session::Start(o, &error);
+  ASSERT_NE(s, nullptr) << error;
+  const auto big = Bytes(kMaxBlob + 1);
+  const auto huge = Bytes(3 * 4096);
+  HUSH_TRACE(ringtest, mark, std::uint64_t{1});
+  HUSH_TRACE(ringtest, blob, std::span<const std::byte>(big));
+  HUSH_TRACE(ringtest, blob, std::span<const std::byte>(huge));
+  HUSH_TRACE(ringtest, mark, std::uint64_t{2});
+  const hush::SessionStats stats = s->Stats();
+  s->Stop();
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(stats.events_discarded, 2u);
+  // One warning, however many oversize events.
+  const std::string warning = "larger than a sub-buffer";
+  EXPECT_NE(err.find(warning), std::string::npos) << err;
+  EXPECT_EQ(err.find(warning), err.rfind(warning)) << "warned more than once:\n" << err;
+
+  const hushtest::Trace t = hushtest::ReadTrace(o.output_dir);
+  ASSERT_TRUE(t.ok) << t.error;
+  ASSERT_EQ(t.Named("ringtest:mark").size(), 2u);
+  EXPECT_EQ(t.Named("ringtest:blob").size(), 0u);
+  EXPECT_GE(t.discard_messages, 1u) << "a CTF reader reports the loss";
+  const hushtest::RecordedLosses lost = hushtest::ReadRecordedLosses(o.output_dir);
+  ASSERT_TRUE(lost.ok);
+  EXPECT_EQ(lost.discarded, 2u) << "the trace records both refused events";
+  // The events around the refused ones are intact.
+  EXPECT_EQ(t.Named("ringtest:mark")[0]->U("seq"), 1u);
+  EXPECT_EQ(t.Named("ringtest:mark")[1]->U("seq"), 2u);
+}
+
+TEST(RingSession, EventOfExactlyTheLargestSizeIsAccepted) {
+  TempDir dir("ring");
+  hush::SessionOptions o;
+  o.events = {"ringtest:*"};
+  o.output_dir = dir.Sub("trace");
+  o.buffer_size = kSessionBuffer;
+  std::string error;
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // see session_test.cc, Start()
+  auto s = hush::Session::Start(o, &error);
+  ASSERT_NE(s, nullptr) << error;
+  const auto max = Bytes(kMaxBlob);
+  HUSH_TRACE(ringtest, mark, std::uint64_t{1});
+  HUSH_TRACE(ringtest, blob, std::span<const std::byte>(max));  // needs a packet of its own
+  HUSH_TRACE(ringtest, blob, std::span<const std::byte>(max));
+  HUSH_TRACE(ringtest, mark, std::uint64_t{2});
+  const hush::SessionStats stats = s->Stats();
+  s->Stop();
+  EXPECT_EQ(stats.events_discarded, 0u);
+  const hushtest::Trace t = hushtest::ReadTrace(o.output_dir);
+  ASSERT_TRUE(t.ok) << t.error;
+  const auto blobs = t.Named("ringtest:blob");
+  ASSERT_EQ(blobs.size(), 2u);
+  for (const auto* b : blobs) {
+    EXPECT_EQ(b->S("data"), std::string(reinterpret_cast<const char*>(max.data()), max.size()));
+  }
+  EXPECT_EQ(t.Named("ringtest:mark").size(), 2u);
+  EXPECT_EQ(t.TotalDiscarded(), 0u);
+}
+
+}  // namespace
