@@ -235,6 +235,12 @@ int Ring::WriteCopy(int fd, std::size_t len) {
   StoreField<std::uint64_t>(scratch_.get(), kOffOverwritten, overwritten);
   StoreField<std::uint64_t>(scratch_.get(), kOffDiscarded, discarded + overwritten);
   const int err = WriteAll(fd, scratch_.get(), len);
+  if (err != 0) {
+    // Cut a partly written packet (disk full...) so that later packets follow a whole one.
+    if (::ftruncate(fd, static_cast<off_t>(header_->stream_bytes)) != 0) {
+      // Nothing better to do: recovery cuts the stream at the damage.
+    }
+  }
   if (err == 0) {
     std::memcpy(last_header_, scratch_.get(), kPacketHeaderSize);
     last_lost_total_ = discarded + overwritten;
@@ -292,10 +298,10 @@ WriteResult Ring::WriteNew(int fd, std::uint64_t now, bool include_open) {
     const std::size_t len = CopyPacket(seq, from, content);
     if (len == 0) continue;  // overwritten while copying: lost, counted by the producer
     // Saved (the copy is valid): an overwrite from now on is not a loss. A producer that read
-    // written_seq between our validation and this store counts the packet lost although it is
+    // written_mark between our validation and this store counts the packet lost although it is
     // written: the only inexact case, at most one packet per write-out, and only when a
-    // write-out races the producer lapping it.
-    header_->written_seq.store(seq + 1, std::memory_order_relaxed);
+    // write-out races the producer lapping it. (written_seq itself advances only once the
+    // packet is on disk: recovery relies on it.)
     header_->written_mark.store((seq + 1) << kWrittenMarkShift, std::memory_order_relaxed);
     if (header_->written_offset != 0) {
       StoreField<std::uint64_t>(scratch_.get(), kOffTsBegin, header_->written_begin_ts);

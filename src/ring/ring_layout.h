@@ -26,7 +26,7 @@
 namespace hush::ring {
 
 inline constexpr char kRingMagic[8] = {'H', 'U', 'S', 'H', 'R', 'N', 'G', '1'};
-inline constexpr std::uint32_t kRingVersion = 1;
+inline constexpr std::uint32_t kRingVersion = 2;  // 2: commit word with event count, written_mark
 inline constexpr std::size_t kRingHeaderSize = 4096;
 inline constexpr std::uint32_t kMaxSubbufCount = 256;
 inline constexpr std::uint32_t kMinSubbufCount = 2;

@@ -259,16 +259,16 @@ TEST_F(SignalTest, StreamModeTraceStaysReadableAndCountsAddUp) {
       ASSERT_EQ(e.S("pad"), std::string(600, 'p')) << "corrupted event";
     }
   }
-  // Signal events that made it are in order.
-  std::uint64_t prev = 0;
-  bool first = true;
+  // Signal events that made it are in order per thread. SIGALRM is process-directed: handlers
+  // may run on two threads at once, so numbers taken on different threads can interleave.
+  std::map<std::int64_t, std::uint64_t> prev_by_thread;
   for (const TraceEvent& e : t.events) {
     if (e.name != "mt:sig" || e.U("n") == 999999) continue;
-    if (!first) {
-      EXPECT_GT(e.U("n"), prev);
+    const auto it = prev_by_thread.find(e.vtid);
+    if (it != prev_by_thread.end()) {
+      EXPECT_GT(e.U("n"), it->second) << "thread " << e.vtid;
     }
-    prev = e.U("n");
-    first = false;
+    prev_by_thread[e.vtid] = e.U("n");
   }
   const hushtest::ProcessResult cli = hushtest::RunBabeltrace(s->output_dir());
   EXPECT_TRUE(cli.exited && cli.exit_code == 0) << cli.Describe();
