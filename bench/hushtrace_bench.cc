@@ -52,6 +52,11 @@ hush::Session* EnsureSession() {
   options.events = {"hushbench:*"};
   options.output_dir = g_scratch + "/trace";
   options.mode = hush::Mode::kStream;
+  // HUSHBENCH_MODE=flight: no consumer thread, so the per-thread figures at 2 threads measure the
+  // fast path alone (on a 2-vCPU machine the consumer otherwise competes with the producers).
+  if (const char* mode = std::getenv("HUSHBENCH_MODE"); mode != nullptr && std::string(mode) == "flight") {
+    options.mode = hush::Mode::kFlight;
+  }
   options.buffer_size = std::size_t{64} << 20;
   if (const char* size = std::getenv("HUSHBENCH_BUFFER_SIZE"); size != nullptr && *size != '\0') {
     if (!hush::ParseSize(size, &options.buffer_size)) {
