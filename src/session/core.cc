@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 namespace hush::session {
 
@@ -27,6 +28,23 @@ registry::Registry& GlobalRegistry() {
 namespace {
 
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+// The library's own threads block every asynchronous signal: a process-directed signal goes to
+// an application thread, and an application handler (which may trace, and so attach and
+// allocate) never runs on a thread the library owns. Fault signals stay open: blocking them
+// would turn a crash into a silent kill. The new thread inherits the mask set around its creation.
+// It is named (`name`, at most 15 characters) before this returns.
+template <class Body>
+std::thread StartMaskedThread(const char* name, Body&& body) {
+  sigset_t all, previous;
+  sigfillset(&all);
+  for (int fault : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT}) sigdelset(&all, fault);
+  ::pthread_sigmask(SIG_SETMASK, &all, &previous);
+  std::thread thread(std::forward<Body>(body));
+  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  ::pthread_setname_np(thread.native_handle(), name);
+  return thread;
+}
 
 // Creates `path` as a 0700 directory, or accepts an existing empty directory owned by us.
 // Returns an O_DIRECTORY|O_NOFOLLOW descriptor, so a symlink planted at `path` is refused.
@@ -213,7 +231,7 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
       sigemptyset(&sa.sa_mask);
       ::sigaction(SIGUSR2, &sa, nullptr);
     });
-    consumer_ = std::thread([this] { SignalLoop(); });
+    consumer_ = StartMaskedThread("hush-snapshot", [this] { SignalLoop(); });
   }
   return true;
 }
@@ -290,7 +308,7 @@ void Core::EnsureConsumer() {
   if (options_.mode != Mode::kStream || consumer_started_.load(std::memory_order_relaxed)) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_ || consumer_started_.load(std::memory_order_relaxed)) return;
-  consumer_ = std::thread([this] { ConsumerLoop(); });
+  consumer_ = StartMaskedThread("hush-consumer", [this] { ConsumerLoop(); });
   consumer_started_.store(true, std::memory_order_relaxed);
 }
 

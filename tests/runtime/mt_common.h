@@ -137,7 +137,7 @@ struct SignalStormResult {
 };
 
 // Emits padded events in a tight loop on this thread for `ms` while SIGALRM fires every 20 µs.
-// SIGALRM is blocked in every other thread (the session's threads inherit the mask).
+// SIGALRM is blocked in every other thread of the test; the library blocks it in its own threads.
 inline SignalStormResult SignalStorm(int ms) {
   SignalStormResult r;
   struct sigaction sa = {}, old = {};

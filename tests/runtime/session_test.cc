@@ -3,6 +3,7 @@
 #include "hushtrace/session.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,9 +13,12 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <span>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -628,6 +632,52 @@ TEST(SessionLifecycle, DestroyingTheSessionStopsAndFlushesIt) {
   const Trace t = ReadTrace(out);
   ASSERT_TRUE(t.ok) << t.error;
   EXPECT_EQ(t.events.size(), 10u);
+}
+
+// Returns the blocked-signal mask of the first thread of this process named `name`, or nullopt.
+std::optional<std::uint64_t> BlockedSignalsOfThread(const std::string& name) {
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::string comm = hushtest::ReadFile(task.path().string() + "/comm");
+    while (!comm.empty() && comm.back() == '\n') comm.pop_back();
+    if (comm != name) continue;
+    std::istringstream status(hushtest::ReadFile(task.path().string() + "/status"));
+    for (std::string line; std::getline(status, line);) {
+      if (line.rfind("SigBlk:", 0) == 0) return std::stoull(line.substr(7), nullptr, 16);
+    }
+  }
+  return std::nullopt;
+}
+
+TEST(SessionLifecycle, LibraryThreadsBlockAsynchronousSignalsWhateverTheStartingThreadAllows) {
+  // Regression: the consumer thread inherited the mask of the thread whose first event started
+  // it; an application SIGALRM handler then ran on it, traced, and attached a ring inside the
+  // handler (malloc and mmap in signal context).
+  sigset_t open_set, previous;
+  sigemptyset(&open_set);
+  ::pthread_sigmask(SIG_SETMASK, &open_set, &previous);
+  TempDir dir("session");
+  auto s = Start(dir.Sub("trace"), {"rt:seq"});
+  ASSERT_NE(s, nullptr);
+  // The consumer starts when the first packet of a stream session is full.
+  std::optional<std::uint64_t> blocked;
+  for (std::uint64_t i = 0; i < 1'000'000 && !blocked; i += 1000) {
+    for (std::uint64_t k = 0; k < 1000; ++k) HUSH_TRACE(rt, seq, i + k);
+    blocked = BlockedSignalsOfThread("hush-consumer");
+  }
+  // Until the new thread runs, glibc keeps every signal blocked in it; wait for its own mask.
+  const std::uint64_t segv_bit = std::uint64_t{1} << (SIGSEGV - 1);
+  for (int tries = 0; blocked && (*blocked & segv_bit) != 0 && tries < 2000; ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    blocked = BlockedSignalsOfThread("hush-consumer");
+  }
+  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  ASSERT_TRUE(blocked.has_value()) << "no thread named hush-consumer";
+  for (int sig : {SIGALRM, SIGUSR1, SIGUSR2, SIGINT, SIGTERM, SIGCHLD, SIGPROF}) {
+    EXPECT_NE(*blocked & (std::uint64_t{1} << (sig - 1)), 0u) << "signal " << sig << " open";
+  }
+  EXPECT_EQ(*blocked & segv_bit, 0u) << "faults must stay deliverable";
+  const Trace t = StopAndRead(s);
+  EXPECT_TRUE(t.ok) << t.error;
 }
 
 TEST(SessionLifecycle, StreamSnapshotWritesCommittedEventsWithoutDuplicatingThem) {
