@@ -100,12 +100,14 @@ std::unique_ptr<Ring> Ring::Create(int ring_dirfd, std::uint32_t index, const Ri
   if (::ftruncate(fd, static_cast<off_t>(size)) != 0) {
     *error = "cannot size ring file " + name + ": " + std::strerror(errno);
     ::close(fd);
+    ::unlinkat(ring_dirfd, name.c_str(), 0);
     return nullptr;
   }
   void* mapping = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   ::close(fd);
   if (mapping == MAP_FAILED) {
     *error = "cannot map ring file " + name + ": " + std::strerror(errno);
+    ::unlinkat(ring_dirfd, name.c_str(), 0);
     return nullptr;
   }
   return std::unique_ptr<Ring>(new Ring(index, config, mapping, size, true));
@@ -225,15 +227,16 @@ int Ring::WriteCopy(int fd, std::size_t len) {
   StoreField<std::uint64_t>(scratch_.get(), kOffContent, len * 8);
   StoreField<std::uint64_t>(scratch_.get(), kOffPacketSize, len * 8);
   StoreField<std::uint64_t>(scratch_.get(), kOffSeq, header_->disk_seq);
-  // On disk, events_discarded counts every lost event (discarded and overwritten), so that CTF
-  // readers report all of them; events_overwritten keeps the overwritten part alone. Overwrites
-  // only ever hit packets older than every packet still in the ring, so all the overwrites
-  // counted so far precede the packets written now: every packet of one write-out carries the
-  // same, current, count.
+  // On disk, events_discarded counts every lost event (discarded, overwritten, and in packets
+  // that failed to be written), so that CTF readers report all of them; events_overwritten keeps
+  // the overwritten part alone. Overwrites and failed writes only ever hit packets older than
+  // every packet still in the ring, so all of those counted so far precede the packets written
+  // now: every packet of one write-out carries the same, current, count.
   const auto discarded = LoadField<std::uint64_t>(scratch_.get(), kOffDiscarded);
   const auto overwritten = header_->overwritten.load(std::memory_order_relaxed);
+  const std::uint64_t lost_total = discarded + overwritten + write_lost_events();
   StoreField<std::uint64_t>(scratch_.get(), kOffOverwritten, overwritten);
-  StoreField<std::uint64_t>(scratch_.get(), kOffDiscarded, discarded + overwritten);
+  StoreField<std::uint64_t>(scratch_.get(), kOffDiscarded, lost_total);
   const int err = WriteAll(fd, scratch_.get(), len);
   if (err != 0) {
     // Cut a partly written packet (disk full...) so that later packets follow a whole one.
@@ -243,7 +246,7 @@ int Ring::WriteCopy(int fd, std::size_t len) {
   }
   if (err == 0) {
     std::memcpy(last_header_, scratch_.get(), kPacketHeaderSize);
-    last_lost_total_ = discarded + overwritten;
+    last_lost_total_ = lost_total;
     have_last_header_ = true;
     ++header_->disk_seq;
     header_->stream_bytes += len;
@@ -257,9 +260,12 @@ WriteResult Ring::WriteLossMarker(int fd, WriteResult result) {
   // Losses after the last written packet (ring full at the end, or the thread exited) would
   // otherwise never reach the trace: write a header-only packet carrying the current counts,
   // stamped at the previous packet's end.
+  // WriteCopy() adds the overwritten and write-lost counts to the discarded one given here.
   const std::uint64_t discarded = header_->discarded.load(std::memory_order_relaxed);
   const std::uint64_t overwritten = header_->overwritten.load(std::memory_order_relaxed);
-  if (!have_last_header_ || discarded + overwritten <= last_lost_total_) return result;
+  if (!have_last_header_ || discarded + overwritten + write_lost_events() <= last_lost_total_) {
+    return result;
+  }
   std::memcpy(scratch_.get(), last_header_, kPacketHeaderSize);
   const auto end = LoadField<std::uint64_t>(scratch_.get(), kOffTsEnd);
   StoreField<std::uint64_t>(scratch_.get(), kOffTsBegin, end);

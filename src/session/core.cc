@@ -46,6 +46,38 @@ std::thread StartMaskedThread(const char* name, Body&& body) {
   return thread;
 }
 
+// Past RLIMIT_FSIZE a write fails with EFBIG and also raises SIGXFSZ at the writing thread,
+// whose default action kills the process. The library's writes must fail, not take the host
+// program down: SIGXFSZ is blocked while they run and one they raised is discarded. (One sent
+// to the process by someone else during that window is discarded too: an accepted imprecision.)
+class FileSizeSignalGuard {
+ public:
+  FileSizeSignalGuard() {
+    sigemptyset(&xfsz_);
+    sigaddset(&xfsz_, SIGXFSZ);
+    ::pthread_sigmask(SIG_BLOCK, &xfsz_, &previous_);
+    was_pending_ = IsPending();
+  }
+  ~FileSizeSignalGuard() {
+    if (!was_pending_ && IsPending()) {
+      const timespec no_wait = {};
+      ::sigtimedwait(&xfsz_, nullptr, &no_wait);
+    }
+    ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+  }
+  FileSizeSignalGuard(const FileSizeSignalGuard&) = delete;
+  FileSizeSignalGuard& operator=(const FileSizeSignalGuard&) = delete;
+
+ private:
+  static bool IsPending() {
+    sigset_t pending;
+    return ::sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ) == 1;
+  }
+  sigset_t xfsz_;
+  sigset_t previous_;
+  bool was_pending_ = false;
+};
+
 // Creates `path` as a 0700 directory, or accepts an existing empty directory owned by us.
 // Returns an O_DIRECTORY|O_NOFOLLOW descriptor, so a symlink planted at `path` is refused.
 int CreateTraceDirectory(const std::string& path, std::string* error) {
@@ -237,6 +269,7 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
 }
 
 bool Core::WriteMetadata(std::string* error) {
+  const FileSizeSignalGuard no_sigxfsz;
   info_.clock = calibration_;
   return WriteFileAt(dirfd_, "metadata",
                      format::BuildMetadata(info_, GlobalRegistry().EventsWithIds()), error);
@@ -263,6 +296,7 @@ ring::Ring* Core::Attach(internal::ThreadWriter& w) {
   std::memcpy(config.uuid, info_.uuid, sizeof config.uuid);
   config.pid = info_.pid;
   std::string error;
+  const FileSizeSignalGuard no_sigxfsz;  // sizing the ring file may exceed RLIMIT_FSIZE
   std::unique_ptr<ring::Ring> r = ring::Ring::Create(ring_dirfd_, index, config, &error);
   const std::string stream = "stream_" + std::to_string(index);
   const int fd = r ? ::openat(dirfd_, stream.c_str(),
@@ -270,7 +304,12 @@ ring::Ring* Core::Attach(internal::ThreadWriter& w) {
                    : -1;
   if (!r || fd < 0) {
     if (error.empty()) error = Errno("cannot create " + stream);
-    std::fprintf(stderr, "hushtrace: %s; this thread's events are discarded\n", error.c_str());
+    r.reset();
+    ::unlinkat(ring_dirfd_, ("ring_" + std::to_string(index)).c_str(), 0);  // retried by the next thread
+    if (!warned_attach_.exchange(true, std::memory_order_relaxed)) {
+      std::fprintf(stderr, "hushtrace: %s; the events of threads without a buffer are discarded\n",
+                   error.c_str());
+    }
     return nullptr;
   }
   RingSlot& slot = slots_[index];
@@ -314,6 +353,7 @@ void Core::EnsureConsumer() {
 
 void Core::WriteAll(bool include_open) {
   std::lock_guard<std::mutex> lock(write_mu_);
+  const FileSizeSignalGuard no_sigxfsz;
   const std::uint64_t now = clock::Now(use_tsc());
   for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_acquire); i < n; ++i) {
     const ring::WriteResult r = slots_[i].ring->WriteNew(slots_[i].stream_fd, now, include_open);
@@ -393,14 +433,17 @@ void Core::Stop() {
       std::this_thread::yield();
     }
   }
-  // The open packets' events are written below; count them. Reading another thread's
-  // packet_events is ordered by the acquire above (the owner bumps it before its release), and
-  // from now on the owner's events fail in ReserveSlow without touching it.
+  // The open packets' events are written below; count them from the commit word (acquire: pairs
+  // with the release in CommitEvent()), not from the owner's packet_events, which a thread still
+  // inside an event after the bounded wait may be writing. From now on the owners' events fail in
+  // ReserveSlow; only such a straggler's commit, landing between this read and the write below,
+  // can make the trace hold one event more per thread than Stats() counts.
   for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
-    const internal::ThreadWriter* w = slots_[i].writer;
-    if (w == nullptr || !slots_[i].ring->HasOpenPacket()) continue;
+    if (slots_[i].writer == nullptr || !slots_[i].ring->HasOpenPacket()) continue;
     ring::RingHeader& h = slots_[i].ring->header();
-    h.events.store(h.events.load(std::memory_order_relaxed) + w->packet_events,
+    const std::uint64_t word = h.commit.offset.load(std::memory_order_acquire);
+    if (word == ring::kCommitNone || word == ring::kCommitOpening) continue;
+    h.events.store(h.events.load(std::memory_order_relaxed) + (word >> internal::kCommitEventsShift),
                    std::memory_order_relaxed);
   }
   lock.unlock();
@@ -416,6 +459,10 @@ void Core::Stop() {
   clock::Refine(calibration_);
   std::string error;
   if (!WriteMetadata(&error)) std::fprintf(stderr, "hushtrace: %s\n", error.c_str());
+  if (const std::uint64_t lost = Stats().events_lost_on_write; lost != 0) {
+    std::fprintf(stderr, "hushtrace: %llu events were lost because %s could not be written\n",
+                 static_cast<unsigned long long>(lost), output_dir_.c_str());
+  }
   // Everything is on disk: the ring files are only needed to recover a crashed writer. The
   // mappings stay valid after the unlink (see core.h: rings are never unmapped).
   for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_relaxed); i < n; ++i) {

@@ -63,6 +63,7 @@ class Core {
   void WarnOnce(std::atomic<bool>& flag, const char* message);
   std::atomic<bool> warned_oversize_{false};
   std::atomic<bool> warned_alloc_{false};
+  std::atomic<bool> warned_attach_{false};  // a thread's buffer could not be created
 
  private:
   void ConsumerLoop();

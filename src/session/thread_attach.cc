@@ -37,6 +37,10 @@ void OnThreadExit(void*) {
   Core* core = Core::Active();
   if (core != nullptr && w.ring != nullptr && w.generation == core->generation()) {
     core->Detach(w);
+    // Detach closed the thread's packet: a stream of short-lived threads fills rings with
+    // closed packets without ever filling one, so the consumer starts here as well.
+    core->EnsureConsumer();
+    core->WakeConsumer();
   }
   w.end.store(nullptr, std::memory_order_relaxed);
   w.ring = nullptr;
@@ -52,11 +56,11 @@ ring::Ring* AttachThisThread(Core* core, internal::ThreadWriter& w) {
   }
   ::prctl(PR_GET_NAME, t_name, 0, 0, 0);
   ring::Ring* r = core->AttachLocked(w);
-  if (r != nullptr) {
-    w.ring = r;
-    w.generation = core->generation();
-    ::pthread_setspecific(g_exit_key, &w);
-  }
+  // On failure the thread stays unattached for this session (ring == nullptr with the session's
+  // generation): its events are dropped without retrying the attach on every one of them.
+  w.ring = r;
+  w.generation = core->generation();
+  if (r != nullptr) ::pthread_setspecific(g_exit_key, &w);
   t_in_attach = false;
   return r;
 }
@@ -78,6 +82,7 @@ char* ReserveSlow(ThreadWriter& w, std::uint32_t id, std::uint64_t ts, std::size
   if (core == nullptr) return nullptr;
   if (!core->use_tsc()) ts = clock::Now(false);
   if (!attached) {
+    if (r == nullptr && w.generation == core->generation()) return nullptr;  // attach failed
     r = session::AttachThisThread(core, w);
     if (r == nullptr) return nullptr;
     // The ring may have carried another thread's packets until just now: stamp this first event
@@ -100,6 +105,7 @@ char* ReserveSlow(ThreadWriter& w, std::uint32_t id, std::uint64_t ts, std::size
     ::prctl(PR_GET_NAME, session::t_name, 0, 0, 0);
     if (!r->OpenPacket(w, ts, session::t_tid, session::t_name)) {
       r->CountDiscarded(1);
+      core->EnsureConsumer();
       core->WakeConsumer();
       return nullptr;
     }

@@ -8,11 +8,14 @@
 //                                     (throttled) while another thread calls exit(0)
 //   hush_child flight-wait N1 N2      emits N1 events, prints "ready", waits for a line on
 //                                     stdin, emits N2 more, returns from main
+//   hush_child fsize B N F            emits event 0 if F is "attached" (the thread's ring exists),
+//                                     sets RLIMIT_FSIZE to B bytes, emits the rest of 0..N-1
 //
 // child:seq carries (thread, seq) with seq counting from 0 per thread; child:last carries how
 // many quota events were emitted before exit() was called.
 #include <hushtrace/hushtrace.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -91,6 +94,19 @@ int FlightWait(std::uint64_t n1, std::uint64_t n2) {
   return 0;
 }
 
+int FileSizeLimit(std::uint64_t bytes, std::uint64_t n, const std::string& first) {
+  std::uint64_t i = 0;
+  if (first == "attached") HUSH_TRACE(child, seq, std::uint32_t{0}, i++);
+  const rlimit limit = {bytes, bytes};
+  if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) {
+    std::perror("setrlimit");
+    return 3;
+  }
+  for (; i < n; ++i) HUSH_TRACE(child, seq, std::uint32_t{0}, i);
+  std::printf("child: emitted %llu\n", static_cast<unsigned long long>(n));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -101,7 +117,9 @@ int main(int argc, char** argv) {
   if (mode == "exit-thread" && argc == 4)
     ExitThread(static_cast<std::uint32_t>(Arg(argv, 2)), Arg(argv, 3));
   if (mode == "flight-wait" && argc == 4) return FlightWait(Arg(argv, 2), Arg(argv, 3));
+  if (mode == "fsize" && argc == 5) return FileSizeLimit(Arg(argv, 2), Arg(argv, 3), argv[4]);
   std::fprintf(stderr,
-               "usage: hush_child emit N | threads T N | exit-thread T N | flight-wait N1 N2\n");
+               "usage: hush_child emit N | threads T N | exit-thread T N | flight-wait N1 N2 |"
+               " fsize B N attached|fresh\n");
   return 2;
 }

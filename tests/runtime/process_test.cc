@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -436,6 +437,68 @@ TEST_P(ProcessTest, SymlinkedFilesInsideTheOutputAreNotFollowed) {
   EXPECT_EQ(r.out, "child: emitted 10\n");
   EXPECT_EQ(hushtest::ReadFile(victim1), "keep1");
   EXPECT_EQ(hushtest::ReadFile(victim2), "keep2");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resource faults: the trace's file system refuses writes (RLIMIT_FSIZE stands in for a full disk:
+// both make write() fail mid-stream; the limit also raises SIGXFSZ, which must not kill the host)
+// ---------------------------------------------------------------------------------------------
+
+std::uint64_t LostCountInMessage(const std::string& err) {
+  const std::string marker = " events were lost because ";
+  const std::size_t at = err.find(marker);
+  if (at == std::string::npos) return 0;
+  std::size_t begin = err.rfind("hushtrace: ", at);
+  if (begin == std::string::npos) return 0;
+  return std::stoull(err.substr(begin + 11, at - begin - 11));
+}
+
+TEST_P(ProcessTest, FileSizeLimitReachedWhileStreamingKeepsTheTraceValidAndCountsEveryLostEvent) {
+  for (const char* mode : {"stream", "flight"}) {
+    SCOPED_TRACE(mode);
+    TempDir dir("proc");
+    const std::string out = dir.Sub("trace");
+    constexpr std::uint64_t kEvents = 200'000;  // ~2.6 MB of events against a 256 KiB limit
+    const ProcessResult r =
+        Run({"fsize", std::to_string(256 << 10), std::to_string(kEvents), "attached"},
+            {"HUSHTRACE_EVENTS=child:*", Out(out), std::string("HUSHTRACE_MODE=") + mode,
+             "HUSHTRACE_BUFFER_SIZE=16M"});
+    ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+    EXPECT_EQ(r.out, "child: emitted 200000\n");
+    EXPECT_EQ(CountLines(r.err), 2u) << r.err;  // the first failure, then the total at the end
+    EXPECT_NE(r.err.find("writing the trace to " + out + " failed (File too large)"),
+              std::string::npos) << r.err;
+    const Trace t = ReadTrace(out);
+    ASSERT_TRUE(t.ok) << "the trace written before the limit must stay valid: " << t.error;
+    const auto seqs = SeqsByThread(t);
+    ASSERT_EQ(seqs.size(), 1u);
+    const std::vector<std::uint64_t>& got = seqs.begin()->second;
+    EXPECT_GT(got.size(), 1000u) << "about 256 KiB of events fit";
+    EXPECT_LT(got.size(), kEvents);
+    // Whole packets are written or lost: a packet that does not fit is lost, a later, smaller
+    // one (the last, partial packet) may still fit. The trace counts exactly the events missing
+    // before its last one; the message counts every lost event.
+    EXPECT_TRUE(std::is_sorted(got.begin(), got.end()) &&
+                std::adjacent_find(got.begin(), got.end()) == got.end());
+    const hushtest::RecordedLosses losses = hushtest::ReadRecordedLosses(out);
+    ASSERT_TRUE(losses.ok);
+    EXPECT_EQ(losses.discarded, got.back() + 1 - got.size());
+    EXPECT_EQ(LostCountInMessage(r.err), kEvents - got.size()) << r.err;
+  }
+}
+
+TEST_P(ProcessTest, FileSizeLimitBeforeTheFirstEventRefusesTheRingAndTheProgramRunsOn) {
+  TempDir dir("proc");
+  const std::string out = dir.Sub("trace");
+  const ProcessResult r = Run({"fsize", std::to_string(64 << 10), "1000", "fresh"},
+                              {"HUSHTRACE_EVENTS=child:*", Out(out), "HUSHTRACE_BUFFER_SIZE=1M"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  EXPECT_EQ(r.out, "child: emitted 1000\n");
+  EXPECT_NE(r.err.find("cannot size ring file"), std::string::npos) << r.err;
+  EXPECT_EQ(CountLines(r.err), 1u) << r.err;
+  const Trace t = ReadTrace(out);
+  ASSERT_TRUE(t.ok) << t.error;
+  EXPECT_EQ(t.events.size(), 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Linkage, ProcessTest, testing::Values("hush_child", "hush_child_static"),
