@@ -10,6 +10,10 @@ CMAKE_ARGS ?=
 DEMO_DIR   ?= $(BUILD)/demo-trace
 # Sanitizer builds skip tests labelled `slow`.
 SAN_CTEST_ARGS ?= -LE slow
+# libFuzzer: seconds per target in `make test` (smoke) and in `make fuzz`.
+FUZZ_SMOKE_SECONDS ?= 30
+FUZZ_SECONDS ?= 600
+FUZZ_CORPUS ?= fuzz/corpus
 
 HUSH  := $(BUILD)/tools/hushtrace/hushtrace
 CTEST := ctest --output-on-failure --no-tests=error -j$(JOBS) --test-dir
@@ -25,7 +29,7 @@ configure_build = cmake -S . -B $(1) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $
                   && cmake --build $(1) -j$(JOBS)
 
 .PHONY: all build setup setup-peers demo test test-normal test-install test-asan test-tsan \
-        bench clean format format-check tidy
+        test-fuzz fuzz fuzz-build bench clean format format-check tidy
 
 all: build
 
@@ -46,7 +50,7 @@ demo: build
 
 # Stops at the first failing step.
 test: setup
-	@$(MAKE) --no-print-directory -j1 test-normal test-install test-asan test-tsan
+	@$(MAKE) --no-print-directory -j1 test-normal test-install test-asan test-tsan test-fuzz
 	@echo "test: all builds passed"
 
 test-normal: setup
@@ -67,13 +71,26 @@ test-tsan: setup
 	$(call configure_build,build-tsan,$(SAN_CMAKE_ARGS) -DHUSH_SANITIZE=thread)
 	$(TSAN_ENV) $(CTEST) build-tsan $(SAN_CTEST_ARGS)
 
+# The fuzz targets (fuzz/, clang + libFuzzer + ASan/UBSan). Seeds come from traces recorded by the
+# normal build's test programs (fuzz/make_corpus.sh); the corpus grows in $(FUZZ_CORPUS).
+fuzz-build: setup
+	CC=clang CXX=clang++ $(call configure_build,build-fuzz,-DHUSH_FUZZ=ON)
+
+test-fuzz: test-normal fuzz-build
+	fuzz/make_corpus.sh build $(FUZZ_CORPUS)
+	fuzz/run.sh build-fuzz $(FUZZ_CORPUS) $(FUZZ_SMOKE_SECONDS)
+
+fuzz: build fuzz-build
+	fuzz/make_corpus.sh $(BUILD) $(FUZZ_CORPUS)
+	fuzz/run.sh build-fuzz $(FUZZ_CORPUS) $(FUZZ_SECONDS)
+
 bench: build setup-peers
 	@if [ -x $(BUILD)/bench/hushtrace_bench ]; then $(BUILD)/bench/hushtrace_bench; \
 	else echo "bench: no $(BUILD)/bench/hushtrace_bench"; fi
 	@if [ -f bench/run_all.sh ]; then bash bench/run_all.sh; fi
 
 clean:
-	rm -rf $(BUILD) build build-asan build-tsan
+	rm -rf $(BUILD) build build-asan build-tsan build-fuzz
 
 format:
 	clang-format -i $(SOURCES)

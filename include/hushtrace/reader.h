@@ -137,7 +137,8 @@ class FieldValue {
       : info_(info), data_(data), size_(size) {}
   const FieldInfo& info() const { return *info_; }
   FieldType type() const { return info_->type; }
-  // Integers, bools and enums (unsigned values above INT64_MAX wrap); floats are truncated.
+  // Integers, bools and enums (unsigned values above INT64_MAX wrap); floats are truncated and
+  // saturated at the type's bounds (NaN: 0).
   std::int64_t AsInt64() const;
   std::uint64_t AsUint64() const;
   double AsDouble() const;            // any numeric field

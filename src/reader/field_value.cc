@@ -1,5 +1,7 @@
 // Typed access to decoded fields; small helpers of the public types.
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "hushtrace/reader.h"
 
@@ -72,9 +74,25 @@ const EventClass* Metadata::FindById(std::uint32_t id) const {
   return nullptr;
 }
 
+namespace {
+
+// Float to integer without undefined behaviour: truncated, saturated at the type's bounds, NaN
+// gives 0 (a trace is untrusted input: its floats may be anything).
+template <typename Int>
+Int SaturatingCast(double d) {
+  if (std::isnan(d)) return 0;
+  constexpr double kLow = static_cast<double>(std::numeric_limits<Int>::min());
+  constexpr double kHigh = static_cast<double>(std::numeric_limits<Int>::max());  // 2^63 or 2^64
+  if (d <= kLow) return std::numeric_limits<Int>::min();
+  if (d >= kHigh) return std::numeric_limits<Int>::max();
+  return static_cast<Int>(d);
+}
+
+}  // namespace
+
 std::int64_t FieldValue::AsInt64() const {
   const FieldType t = type();
-  if (t == FieldType::kFloat) return static_cast<std::int64_t>(AsDouble());
+  if (t == FieldType::kFloat) return SaturatingCast<std::int64_t>(AsDouble());
   if (!IsInteger(t)) return 0;
   if (info_->is_signed) {
     switch (size_) {
@@ -90,7 +108,7 @@ std::int64_t FieldValue::AsInt64() const {
 
 std::uint64_t FieldValue::AsUint64() const {
   const FieldType t = type();
-  if (t == FieldType::kFloat) return static_cast<std::uint64_t>(AsDouble());
+  if (t == FieldType::kFloat) return SaturatingCast<std::uint64_t>(AsDouble());
   if (!IsInteger(t)) return 0;
   if (info_->is_signed) return static_cast<std::uint64_t>(AsInt64());
   switch (size_) {

@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
+#include <limits>
+#include <utility>
 #include <random>
 
 #include "hushtrace/reader.h"
@@ -415,6 +418,36 @@ TEST(ReaderMalformed, RandomDamageNeverCrashes) {
   }
   EXPECT_GT(errors, 0);
   EXPECT_GT(ok, 0);
+}
+
+}  // namespace
+}  // namespace hush::reader::test
+
+namespace hush::reader::test {
+namespace {
+
+// Found by fuzz_trace: a float field read as an integer was a float-to-int conversion out of
+// range (undefined behaviour) for NaN, infinities and huge values.
+TEST(FieldValueConversion, FloatsOutOfIntegerRangeSaturateAndNaNGivesZero) {
+  FieldInfo info;
+  info.type = FieldType::kFloat;
+  info.size = 8;
+  const auto as = [&info](double d) {
+    std::uint8_t bytes[8];
+    std::memcpy(bytes, &d, sizeof d);
+    const FieldValue v(&info, bytes, 8);
+    return std::pair<std::int64_t, std::uint64_t>(v.AsInt64(), v.AsUint64());
+  };
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(as(kNaN), std::make_pair(std::int64_t{0}, std::uint64_t{0}));
+  EXPECT_EQ(as(-kNaN), std::make_pair(std::int64_t{0}, std::uint64_t{0}));
+  EXPECT_EQ(as(kInf), std::make_pair(std::numeric_limits<std::int64_t>::max(),
+                                     std::numeric_limits<std::uint64_t>::max()));
+  EXPECT_EQ(as(-kInf), std::make_pair(std::numeric_limits<std::int64_t>::min(), std::uint64_t{0}));
+  EXPECT_EQ(as(1e300), as(kInf));
+  EXPECT_EQ(as(-2.75), std::make_pair(std::int64_t{-2}, std::uint64_t{0}));
+  EXPECT_EQ(as(3.5), std::make_pair(std::int64_t{3}, std::uint64_t{3}));
 }
 
 }  // namespace

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Seed corpora for the fuzz targets, made from real traces recorded by the test programs of a
+# normal build: fuzz/make_corpus.sh BUILD_DIR OUT_DIR. Writes OUT_DIR/{metadata,trace,recover,cli}.
+set -euo pipefail
+build=$(realpath "$1")
+out=$2
+sep=$'\n--8<--\n'
+child=$build/tests/runtime/hush_child
+victim=$build/tests/recover/recover_victim
+hush=$build/tools/hushtrace/hushtrace
+for f in "$child" "$victim" "$hush"; do
+  [[ -x $f ]] || { echo "make_corpus: $f missing: build $build first" >&2; exit 1; }
+done
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$out"/{metadata,trace,recover,cli}
+
+# Clean traces: stream and flight mode, one and two threads, plus the demo's spans and counters.
+record() {  # NAME ENV... -- ARGS...
+  local name=$1; shift
+  local env=()
+  while [[ $1 != -- ]]; do env+=("$1"); shift; done
+  shift
+  env "${env[@]}" HUSHTRACE_OUTPUT="$work/$name" "$@" > /dev/null
+}
+record stream HUSHTRACE_EVENTS='child:*' -- "$child" emit 40
+record flight HUSHTRACE_EVENTS='child:*' HUSHTRACE_MODE=flight HUSHTRACE_BUFFER_SIZE=16k -- \
+  "$child" emit 3000
+record threads HUSHTRACE_EVENTS='child:*' -- "$child" threads 2 20
+if [[ -x $build/examples/demo_server ]]; then
+  "$hush" record -o "$work/demo" -e 'demo:*' -- "$build/examples/demo_server" > /dev/null 2>&1 || true
+fi
+for t in "$work"/*/; do
+  name=$(basename "$t")
+  [[ -f $t/metadata ]] || continue
+  cp "$t/metadata" "$out/metadata/$name"
+  {
+    cat "$t/metadata"
+    for s in "$t"/stream_0 "$t"/stream_1; do
+      [[ -f $s ]] || continue
+      printf '%s' "$sep"
+      head -c 65536 "$s"  # keep seeds small: a truncated stream is a fine seed too
+    done
+  } > "$out/trace/$name"
+done
+
+# Crashed writers: ring files left behind by SIGKILL and by a SIGSEGV inside an event.
+crash() {  # NAME MODE CRASH
+  local dir=$work/crash-$1
+  (HUSHTRACE_EVENTS='recover:*' HUSHTRACE_OUTPUT=$dir HUSHTRACE_MODE=$2 HUSHTRACE_BUFFER_SIZE=16k \
+    "$victim" 1 500 "$3") > /dev/null 2>&1 || true
+  [[ -f $dir/.ring/ring_0 ]] || { echo "make_corpus: no ring file in $dir" >&2; return; }
+  { cat "$dir/metadata"; printf '%s' "$sep"; cat "$dir/.ring/ring_0"; printf '%s' "$sep"
+    [[ -f $dir/stream_0 ]] && cat "$dir/stream_0"; } > "$out/recover/$1"
+}
+{
+  crash stream-kill stream sigkill
+  crash flight-kill flight sigkill
+  crash stream-segv stream segv-in-event
+} 2> /dev/null  # the shell's "Killed" notices
+
+# CLI arguments: first byte picks dump/report/list/recover (fuzz_cli.cc), then NUL-separated args.
+printf '\x00t\x00-e\x00child:*\x00--since\x001ms' > "$out/cli/dump"
+printf '\x00t\x00--filter\x00seq > 3' > "$out/cli/dump-filter"
+printf '\x01t\x00--top\x005' > "$out/cli/report"
+printf '\x02--help' > "$out/cli/list"
+printf '\x03t\x00--dry-run\x00--keep-rings' > "$out/cli/recover"
+ls "$out"/* | wc -l | xargs echo "make_corpus: seeds:"
