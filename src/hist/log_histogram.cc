@@ -45,7 +45,10 @@ double LogHistogram::Representative(int exponent, int sub, bool negative) const 
 double LogHistogram::Percentile(double p) const {
   if (count_ == 0) return 0;
   p = std::clamp(p, 0.0, 100.0);
-  auto rank = static_cast<std::uint64_t>(std::ceil(p / 100.0 * static_cast<double>(count_)));
+  // p% of n in doubles is not exact (99.9% of 1000 is 999.0000000000001): shave the rounding
+  // error off before ceil().
+  const double x = p / 100.0 * static_cast<double>(count_);
+  auto rank = static_cast<std::uint64_t>(std::ceil(x - x * 1e-12));
   rank = std::clamp<std::uint64_t>(rank, 1, count_);
   if (rank == 1) return min_;  // the extremes are known exactly
   if (rank == count_) return max_;

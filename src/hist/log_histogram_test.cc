@@ -14,7 +14,9 @@ namespace {
 
 // Nearest-rank percentile of sorted samples.
 double TruePercentile(const std::vector<double>& sorted, double p) {
-  auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(sorted.size())));
+  // Exact integer arithmetic on p in thousandths of a percent.
+  const auto milli = static_cast<std::size_t>(std::llround(p * 1000));
+  auto rank = (milli * sorted.size() + 100000 - 1) / 100000;
   rank = std::clamp<std::size_t>(rank, 1, sorted.size());
   return sorted[rank - 1];
 }
@@ -46,6 +48,14 @@ TEST(LogHistogramTest, SmallIntegersAreExact) {
   EXPECT_EQ(h.Percentile(99), 99);
   EXPECT_EQ(h.Percentile(99.9), 100);
   EXPECT_EQ(h.Percentile(0), 1);
+}
+
+TEST(LogHistogramTest, RankIsNotOffByOneFromRounding) {
+  LogHistogram h(true);
+  for (int v = 1; v <= 1000; ++v) h.Add(v);
+  // 99.9% of 1000 is 999 in exact arithmetic, 999.0000000000001 in doubles.
+  EXPECT_NEAR(h.Percentile(99.9), 999, 999.0 / 128);
+  EXPECT_LT(h.Percentile(99.9), 1000);
 }
 
 TEST(LogHistogramTest, UniformIntegersWithinBound) {
