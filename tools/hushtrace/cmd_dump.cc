@@ -17,6 +17,7 @@
 
 #include "commands.h"
 #include "hushtrace/reader.h"
+#include "progress.h"
 
 namespace hush::cli {
 namespace {
@@ -239,10 +240,12 @@ int RunDump(int argc, char** argv) {
 
   Output out;
   reader::EventIterator it(*trace);
+  Progress progress(*trace, "dump", /*stdout_is_output=*/true);
   bool first = true, write_ok = true;
   std::int64_t origin = 0;
   while (write_ok && it.Next()) {
     const reader::Event& e = it.event();
+    progress.Tick(e.timestamp());
     const std::int64_t ns = trace->ToEpochNs(e.timestamp());
     if (first) {
       origin = ns;
@@ -273,6 +276,7 @@ int RunDump(int argc, char** argv) {
     out.Put('\n');
     write_ok = out.MaybeFlush();
   }
+  progress.Done();
   write_ok = out.Flush() && write_ok;
   for (const std::string& w : trace->warnings()) std::fprintf(stderr, "hushtrace dump: warning: %s\n", w.c_str());
   if (!it.error().empty()) {

@@ -8,7 +8,8 @@
 // packet end over all streams): the reader walks streams in time order, so time is the cheap
 // measure of how far it got. Tick() looks at the clock once every 65536 events and redraws at
 // most 4 times a second; when stderr is not a TTY (or HUSHTRACE_NO_PROGRESS is set) it does
-// nothing. Done() erases the line.
+// nothing; so does a command whose result goes to a terminal on stdout (dump). Done() erases
+// the line.
 #ifndef HUSHTRACE_TOOLS_HUSHTRACE_PROGRESS_H_
 #define HUSHTRACE_TOOLS_HUSHTRACE_PROGRESS_H_
 
@@ -26,8 +27,11 @@ namespace hush::cli {
 
 class Progress {
  public:
-  Progress(const reader::Trace& trace, const char* what) : what_(what) {
-    enabled_ = ::isatty(STDERR_FILENO) == 1 && std::getenv("HUSHTRACE_NO_PROGRESS") == nullptr;
+  // `stdout_is_output`: the command streams its result to stdout (dump), so a terminal there
+  // would mix the progress line into the output: stay quiet then.
+  Progress(const reader::Trace& trace, const char* what, bool stdout_is_output = false) : what_(what) {
+    enabled_ = ::isatty(STDERR_FILENO) == 1 && std::getenv("HUSHTRACE_NO_PROGRESS") == nullptr &&
+               !(stdout_is_output && ::isatty(STDOUT_FILENO) == 1);
     bool any = false;
     for (const reader::StreamInfo& s : trace.streams()) {
       if (s.packets == 0) continue;
