@@ -4,6 +4,8 @@
 // interned_data/interned_data.proto; tests/export/perfetto_subset.proto mirrors them.
 #include "export/perfetto_writer.h"
 
+#include <cstring>
+
 #include "export/text_escape.h"
 
 namespace hush::exporter {
@@ -35,10 +37,10 @@ constexpr std::uint32_t kNameIid = 1, kBoolValue = 2, kUintValue = 3, kIntValue 
 }
 
 // True (and marks it) the first time `id` is seen.
-bool FirstUse(std::vector<bool>& sent, std::uint32_t id) {
-  if (id < sent.size() && sent[id]) return false;
-  if (id >= sent.size()) sent.resize(std::size_t{id} * 2 + 16, false);
-  sent[id] = true;
+inline bool FirstUse(std::vector<std::uint8_t>& sent, std::uint32_t id) {
+  if (id < sent.size() && sent[id] != 0) [[likely]] return false;
+  if (id >= sent.size()) sent.resize(std::size_t{id} * 2 + 16, 0);
+  sent[id] = 1;
   return true;
 }
 
@@ -121,16 +123,133 @@ std::uint64_t PerfettoWriter::TrackUuid(Track track) {
   return SchedUuid(track.id);
 }
 
+// A packet whose names are all interned already, in one pass over a raw cursor (no per-field
+// buffer checks). Lengths take one byte when the packet's size bound is below 128, else two
+// (a non-minimal varint, as in proto_encoder.h). False, with nothing written, when a string needs
+// UTF-8 repair or the packet could reach 16 KiB: Event() then takes the general path.
+//   0x0a len | 0x40 ts | 0x50 01 | 0x68 02 | 0x5a len { [0x18 cat] [0x50 name] 0x48 type 0x58 uuid
+//                                                      [0xe1 0x02 f64] [0x22 len { 0x08 iid value }]... }
+bool PerfettoWriter::FastEvent(std::int64_t ns, std::uint32_t type, std::uint64_t uuid, const Name* name,
+                               const Name* category, std::span<const Arg> args, const double* counter_value) {
+  using proto::PutVarint;
+  constexpr std::size_t kFixedBound = 2 + 11 + 2 + 2 + 2 + 6 + 6 + 2 + 11 + 10;
+  constexpr std::size_t kArgBound = 1 + 2 + 1 + 5 + 1 + 2;  // + the value's payload
+  constexpr std::size_t kOneByte = 127, kTwoBytes = (1u << 14) - 1;
+  auto payload = [](const Arg& a) -> std::size_t {
+    return a.type == Arg::Type::kString ? a.s.size() : a.type == Arg::Type::kBytes ? a.bytes.size() * 2 : 10;
+  };
+  std::size_t bound = kFixedBound;
+  for (const Arg& a : args) {
+    if (a.type == Arg::Type::kString && !IsValidUtf8(a.s)) return false;
+    bound += kArgBound + payload(a);
+  }
+  if (bound > kTwoBytes) return false;
+  const std::size_t width = bound > kOneByte ? 2 : 1;
+  auto put_len = [](std::uint8_t* at, std::size_t w, std::size_t len) {
+    if (w == 1) {
+      at[0] = static_cast<std::uint8_t>(len);
+    } else {
+      at[0] = static_cast<std::uint8_t>(len | 0x80);
+      at[1] = static_cast<std::uint8_t>(len >> 7);
+    }
+  };
+
+  std::uint8_t* const start = out_.Ensure(bound);
+  std::uint8_t* p = start;
+  *p++ = trace::kPacket << 3 | proto::kLengthDelimited;
+  std::uint8_t* const packet_len = p;
+  p += width;
+  *p++ = packet::kTimestamp << 3 | proto::kVarint;
+  p = PutVarint(p, static_cast<std::uint64_t>(ns));
+  *p++ = packet::kSequenceId << 3 | proto::kVarint;
+  *p++ = 1;
+  *p++ = packet::kSequenceFlags << 3 | proto::kVarint;
+  *p++ = packet::kNeedsIncrementalState;
+  *p++ = packet::kTrackEvent << 3 | proto::kLengthDelimited;
+  std::uint8_t* const event_len = p;
+  p += width;
+  if (category != nullptr) {
+    *p++ = track_event::kCategoryIids << 3 | proto::kVarint;
+    p = PutVarint(p, category->id + 1);
+  }
+  if (name != nullptr) {
+    *p++ = track_event::kNameIid << 3 | proto::kVarint;
+    p = PutVarint(p, name->id + 1);
+  }
+  *p++ = track_event::kType << 3 | proto::kVarint;
+  *p++ = static_cast<std::uint8_t>(type);
+  *p++ = track_event::kTrackUuid << 3 | proto::kVarint;
+  p = PutVarint(p, uuid);
+  if (counter_value != nullptr) {
+    p = PutVarint(p, track_event::kDoubleCounterValue << 3 | proto::kFixed64);
+    std::memcpy(p, counter_value, 8);
+    p += 8;
+  }
+  for (const Arg& a : args) {
+    *p++ = track_event::kDebugAnnotations << 3 | proto::kLengthDelimited;
+    const std::size_t aw = kArgBound + payload(a) > kOneByte ? 2 : 1;
+    std::uint8_t* const arg_len = p;
+    p += aw;
+    *p++ = annotation::kNameIid << 3 | proto::kVarint;
+    p = PutVarint(p, a.name.id + 1);
+    switch (a.type) {
+      case Arg::Type::kInt:
+        *p++ = annotation::kIntValue << 3 | proto::kVarint;
+        p = PutVarint(p, static_cast<std::uint64_t>(a.i));
+        break;
+      case Arg::Type::kUint:
+        *p++ = annotation::kUintValue << 3 | proto::kVarint;
+        p = PutVarint(p, a.u);
+        break;
+      case Arg::Type::kBool:
+        *p++ = annotation::kBoolValue << 3 | proto::kVarint;
+        *p++ = a.u != 0;
+        break;
+      case Arg::Type::kDouble:
+        *p++ = annotation::kDoubleValue << 3 | proto::kFixed64;
+        std::memcpy(p, &a.d, 8);
+        p += 8;
+        break;
+      case Arg::Type::kString:
+        *p++ = annotation::kStringValue << 3 | proto::kLengthDelimited;
+        p = PutVarint(p, a.s.size());
+        std::memcpy(p, a.s.data(), a.s.size());
+        p += a.s.size();
+        break;
+      case Arg::Type::kBytes: {
+        static constexpr char kHex[] = "0123456789abcdef";
+        *p++ = annotation::kStringValue << 3 | proto::kLengthDelimited;
+        p = PutVarint(p, a.bytes.size() * 2);
+        for (const std::uint8_t b : a.bytes) {
+          *p++ = static_cast<std::uint8_t>(kHex[b >> 4]);
+          *p++ = static_cast<std::uint8_t>(kHex[b & 15]);
+        }
+        break;
+      }
+    }
+    put_len(arg_len, aw, static_cast<std::size_t>(p - arg_len) - aw);
+  }
+  put_len(event_len, width, static_cast<std::size_t>(p - event_len) - width);
+  put_len(packet_len, width, static_cast<std::size_t>(p - packet_len) - width);
+  out_.Advance(static_cast<std::size_t>(p - start));
+  out_.MaybeFlush();
+  return true;
+}
+
 void PerfettoWriter::Event(std::int64_t ns, std::uint32_t type, Track track, const Name* name,
                            const Name* category, std::span<const Arg> args, const double* counter_value) {
   const std::uint64_t uuid = TrackUuid(track);
-  const std::size_t pkt = enc_.BeginNested(trace::kPacket);
-  enc_.Varint(packet::kTimestamp, static_cast<std::uint64_t>(ns));
-  enc_.Varint(packet::kSequenceId, 1);
   const bool new_name = name != nullptr && FirstUse(name_sent_, name->id);
   const bool new_category = category != nullptr && FirstUse(category_sent_, category->id);
   bool new_arg = false;
-  for (const Arg& a : args) new_arg |= a.name.id >= arg_sent_.size() || !arg_sent_[a.name.id];
+  for (const Arg& a : args) new_arg |= a.name.id >= arg_sent_.size() || arg_sent_[a.name.id] == 0;
+  if (!new_name && !new_category && !new_arg &&
+      FastEvent(ns, type, uuid, name, category, args, counter_value)) [[likely]] {
+    return;
+  }
+  const std::size_t pkt = enc_.BeginNested(trace::kPacket);
+  enc_.Varint(packet::kTimestamp, static_cast<std::uint64_t>(ns));
+  enc_.Varint(packet::kSequenceId, 1);
   if (new_name || new_category || new_arg) {
     const std::size_t in = enc_.BeginNested(packet::kInternedData);
     if (new_category) {

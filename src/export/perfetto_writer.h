@@ -45,13 +45,15 @@ class PerfettoWriter final : public TimelineSink {
   std::uint64_t TrackUuid(Track track);
   void Event(std::int64_t ns, std::uint32_t type, Track track, const Name* name, const Name* category,
              std::span<const Arg> args, const double* counter_value);
+  bool FastEvent(std::int64_t ns, std::uint32_t type, std::uint64_t uuid, const Name* name, const Name* category,
+                 std::span<const Arg> args, const double* counter_value);
   void ThreadDescriptor(std::uint32_t tid, std::string_view name);
   void StringField(std::uint32_t field, std::string_view s);  // made valid UTF-8
 
   OutputBuffer out_;
   proto::Encoder enc_;
   std::uint32_t pid_ = 0;
-  std::vector<bool> name_sent_, category_sent_, arg_sent_;
+  std::vector<std::uint8_t> name_sent_, category_sent_, arg_sent_;  // by id: 1 once written
   std::unordered_map<std::uint32_t, bool> sched_declared_;
 };
 

@@ -28,9 +28,32 @@ std::string HexAddressResolver::Resolve(std::uint64_t addr) const {
   return std::string(buf, r.ptr);
 }
 
+EpochNsConverter::EpochNsConverter(const reader::Trace& trace)
+    : trace_(trace), freq_(trace.metadata().clock.freq) {}
+
+std::int64_t EpochNsConverter::Convert(std::uint64_t cycles) {
+  constexpr std::uint64_t kMaxStep = std::uint64_t{1} << 33;  // d * 1e9 + r stays below 2^64
+  if (valid_ && cycles >= cycles_ && cycles - cycles_ < kMaxStep && freq_ < kMaxStep) [[likely]] {
+    const std::uint64_t n = rem_ + (cycles - cycles_) * 1000000000u;
+    ns_ += static_cast<std::int64_t>(n / freq_);
+    rem_ = n % freq_;
+    cycles_ = cycles;
+    return ns_;
+  }
+  ns_ = trace_.ToEpochNs(cycles);
+  const reader::ClockInfo& c = trace_.metadata().clock;
+  const __int128 n = (static_cast<__int128>(c.offset) + cycles) * 1000000000;
+  __int128 r = n % static_cast<__int128>(freq_);
+  if (r < 0) r += freq_;  // floor modulo, as ToEpochNs floors
+  rem_ = static_cast<std::uint64_t>(r);
+  cycles_ = cycles;
+  valid_ = freq_ != 0;
+  return ns_;
+}
+
 TimelineBuilder::TimelineBuilder(const reader::Trace& trace, TimelineSink& sink,
                                  const SymbolResolver& resolver)
-    : trace_(trace), sink_(sink), resolver_(resolver) {
+    : trace_(trace), clock_(trace), sink_(sink), resolver_(resolver) {
   const auto& events = trace.metadata().events;
   std::map<std::string, std::uint32_t> category_ids;
   auto category = [&](std::string_view provider) {
@@ -250,7 +273,7 @@ void TimelineBuilder::HandleSched(std::int64_t ns, const reader::Event& event, c
 
 void TimelineBuilder::Add(const reader::Event& event) {
   ++stats_.events;
-  const std::int64_t ns = trace_.ToEpochNs(event.timestamp());
+  const std::int64_t ns = clock_.Convert(event.timestamp());
   last_ns_ = std::max(last_ns_, ns);
   const std::size_t cls = event.event_class().index;
   const ClassInfo& info = classes_[cls];

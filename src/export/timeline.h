@@ -100,6 +100,24 @@ struct TimelineStats {
   std::uint64_t closed_at_end = 0;      // slices still open at the end of the trace
 };
 
+// Trace::ToEpochNs() without a 128-bit division per event: events come in time order, so the
+// converter keeps q = floor(N / freq) and r = N mod freq for N = (offset + cycles) * 1e9 of the
+// previous event and adds the next delta in 64-bit arithmetic:
+//   floor((N + d * 1e9) / freq) = q + floor((r + d * 1e9) / freq).
+// Exact; a step back in time or a delta over 2^33 cycles takes the 128-bit path of the reader.
+class EpochNsConverter {
+ public:
+  explicit EpochNsConverter(const reader::Trace& trace);
+  std::int64_t Convert(std::uint64_t cycles);
+
+ private:
+  const reader::Trace& trace_;
+  std::uint64_t freq_;
+  bool valid_ = false;
+  std::uint64_t cycles_ = 0, rem_ = 0;
+  std::int64_t ns_ = 0;
+};
+
 class TimelineBuilder {
  public:
   // `resolver` names func:entry addresses; it must outlive the builder.
@@ -149,6 +167,7 @@ class TimelineBuilder {
   void HandleSched(std::int64_t ns, const reader::Event& event, const ClassInfo& info);
 
   const reader::Trace& trace_;
+  EpochNsConverter clock_;
   TimelineSink& sink_;
   const SymbolResolver& resolver_;
   std::vector<ClassInfo> classes_;

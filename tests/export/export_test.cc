@@ -22,6 +22,8 @@
 #include <hushtrace/session.h>
 
 #include "export/text_escape.h"
+#include "export/timeline.h"
+#include "hushtrace/reader.h"
 #include "reader/reader_test_util.h"
 
 HUSH_TRACEPOINT(ex, text, (std::uint32_t, seq), (const char*, s))
@@ -272,7 +274,7 @@ TEST_F(ExportTest, PerfettoDecodesFieldByField) {
   std::map<std::string, std::string> names, categories, arg_names;  // iid -> text
   std::map<std::string, std::vector<std::string>> stacks, begun;    // track uuid -> names
   std::map<std::string, int> types;
-  std::vector<std::string> counter_values, texts, cpus, preempted;
+  std::vector<std::string> counter_values, texts, cpus, preempted, text_times;
   std::uint64_t last_ts = 0;
   for (; i < packets.size(); ++i) {
     const Node* p = packets[i];
@@ -328,6 +330,7 @@ TEST_F(ExportTest, PerfettoDecodesFieldByField) {
     } else if (type == "TYPE_INSTANT" && name == "ex:text") {
       EXPECT_EQ(categories[te->Get("category_iids")], "ex");
       texts.push_back(args["s"]);
+      text_times.push_back(p->Get("timestamp"));
     } else if (type == "TYPE_INSTANT" && name == "thread_start") {
       EXPECT_EQ(track, std::to_string(ThreadUuid(kGhost)));
       EXPECT_EQ(args["tid"], std::to_string(kGhost));
@@ -378,6 +381,15 @@ TEST_F(ExportTest, PerfettoDecodesFieldByField) {
   }
   ASSERT_EQ(texts.size(), static_cast<std::size_t>(kIters));
   for (int k = 0; k < kIters; ++k) EXPECT_EQ(texts[static_cast<std::size_t>(k)], kStrings[k % kStringCount].out) << k;
+  // Timestamps: ns since the epoch, the same as `hushtrace dump --absolute` prints.
+  const CommandResult dump = RunCommand({bin_, "dump", "--absolute", "-e", "ex:text", r.dir});
+  ASSERT_EQ(dump.exit_code, 0) << dump.err;
+  const std::vector<std::string> dump_lines = reader::test::SplitLines(dump.out);
+  ASSERT_EQ(dump_lines.size(), text_times.size());
+  for (std::size_t k = 0; k < dump_lines.size(); ++k) {
+    const std::string& l = dump_lines[k];
+    EXPECT_EQ(l.substr(1, l.find('.') - 1) + l.substr(l.find('.') + 1, 9), text_times[k]) << l;
+  }
   const int main_slices = kIters * 4, worker_slices = kWorkerIters * 2 + 1, sched_slices = kIters + 1;
   EXPECT_EQ(types["TYPE_SLICE_BEGIN"], main_slices + worker_slices + sched_slices);
   EXPECT_EQ(types["TYPE_SLICE_END"], main_slices + worker_slices + sched_slices);
@@ -463,6 +475,27 @@ TEST_F(ExportTest, BadArgumentsAndMissingTrace) {
       RunCommand({bin_, "export", Recorded().dir, "--format", "perfetto", "-o", "/nonexistent/dir/out"});
   EXPECT_EQ(unwritable.exit_code, 1);
   EXPECT_NE(unwritable.err.find("cannot create"), std::string::npos) << unwritable.err;
+}
+
+TEST(EpochNsConverterTest, MatchesTheReaderOnEveryEventAndOnJumps) {
+  const Recording& r = Recorded();
+  ASSERT_EQ(r.error, "");
+  std::string error;
+  auto trace = reader::Trace::Open(r.dir, &error);
+  ASSERT_NE(trace, nullptr) << error;
+  EpochNsConverter clock(*trace);
+  reader::EventIterator it(*trace);
+  int n = 0;
+  while (it.Next()) {
+    ASSERT_EQ(clock.Convert(it.event().timestamp()), trace->ToEpochNs(it.event().timestamp()));
+    ++n;
+  }
+  EXPECT_GT(n, 100);
+  for (const std::uint64_t c : {std::uint64_t{1000}, std::uint64_t{5}, std::uint64_t{1} << 40,
+                                (std::uint64_t{1} << 40) + 1, (std::uint64_t{1} << 40) + 2596000001,
+                                std::uint64_t{0}, std::uint64_t{7}}) {
+    EXPECT_EQ(clock.Convert(c), trace->ToEpochNs(c)) << c;
+  }
 }
 
 TEST(TextEscapeTest, JsonEscapesAndRepairsUtf8) {
