@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "export/timeline.h"
 #include "hushtrace/reader.h"
 #include "progress.h"
 
@@ -241,12 +242,13 @@ int RunDump(int argc, char** argv) {
   Output out;
   reader::EventIterator it(*trace);
   Progress progress(*trace, "dump", /*stdout_is_output=*/true);
+  exporter::EpochNsConverter clock(*trace);  // Trace::ToEpochNs() without a 128-bit division
   bool first = true, write_ok = true;
   std::int64_t origin = 0;
   while (write_ok && it.Next()) {
     const reader::Event& e = it.event();
     progress.Tick(e.timestamp());
-    const std::int64_t ns = trace->ToEpochNs(e.timestamp());
+    const std::int64_t ns = clock.Convert(e.timestamp());
     if (first) {
       origin = ns;
       first = false;
