@@ -97,3 +97,40 @@ TEST_F(HistCliTest, RejectsUnknownEventsAndFields) {
 
 }  // namespace
 }  // namespace hush::reader::test
+
+namespace hush::reader::test {
+namespace {
+
+// Progress lines appear on a terminal (a pseudo-terminal from script(1)) and never in a pipe.
+TEST(ProgressTest, OnATerminalOnly) {
+  const std::string bin = HushtraceBinary();
+  if (bin.empty()) GTEST_SKIP() << "HUSH_BINARY_DIR is not set (run through ctest)";
+  PacketBuilder p(0, 4242, "main");
+  for (std::uint64_t i = 0; i < 140000; ++i) p.Compact(1, i * 10);
+  const TempTrace t(SynthMetadata("event { name = \"s:tick\"; id = 1; stream_id = 0; model.emf.uri = \"instant\";\n"
+                                  "  fields := struct { }; };\n"),
+                    {p.Build()});
+  const std::string out = t.dir() + "/out.json";
+  const std::string cmd = "HUSHTRACE_PROGRESS_INTERVAL_MS=0 '" + bin + "' export '" + t.dir() +
+                          "' --format chrome -o '" + out + "'";
+  const CommandResult tty = RunCommand({"/usr/bin/script", "-qfec", cmd, "/dev/null"});
+  ASSERT_EQ(tty.exit_code, 0) << tty.err << tty.out;
+  EXPECT_NE(tty.out.find("hushtrace export:"), std::string::npos) << tty.out;
+  EXPECT_NE(tty.out.find("65536 events"), std::string::npos) << tty.out;
+  EXPECT_NE(tty.out.find("131072 events"), std::string::npos) << tty.out;
+  const CommandResult pipe = RunCommand({"/bin/sh", "-c", cmd});
+  ASSERT_EQ(pipe.exit_code, 0) << pipe.err;
+  EXPECT_EQ(pipe.err, "");
+  // dump with its output on the terminal stays quiet; with stdout redirected it shows progress.
+  const CommandResult dump_tty =
+      RunCommand({"/usr/bin/script", "-qfec", "HUSHTRACE_PROGRESS_INTERVAL_MS=0 '" + bin + "' dump '" + t.dir() + "'",
+                  "/dev/null"});
+  EXPECT_EQ(dump_tty.out.find("hushtrace dump:"), std::string::npos);
+  const CommandResult dump_file = RunCommand(
+      {"/usr/bin/script", "-qfec",
+       "HUSHTRACE_PROGRESS_INTERVAL_MS=0 '" + bin + "' dump '" + t.dir() + "' > '" + t.dir() + "/dump.txt'", "/dev/null"});
+  EXPECT_NE(dump_file.out.find("hushtrace dump:"), std::string::npos) << dump_file.out;
+}
+
+}  // namespace
+}  // namespace hush::reader::test

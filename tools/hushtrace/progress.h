@@ -9,7 +9,7 @@
 // measure of how far it got. Tick() looks at the clock once every 65536 events and redraws at
 // most 4 times a second; when stderr is not a TTY (or HUSHTRACE_NO_PROGRESS is set) it does
 // nothing; so does a command whose result goes to a terminal on stdout (dump). Done() erases
-// the line.
+// the line. HUSHTRACE_PROGRESS_INTERVAL_MS changes the 250 ms between redraws (tests use 0).
 #ifndef HUSHTRACE_TOOLS_HUSHTRACE_PROGRESS_H_
 #define HUSHTRACE_TOOLS_HUSHTRACE_PROGRESS_H_
 
@@ -39,6 +39,9 @@ class Progress {
       end_ = any ? std::max(end_, s.timestamp_end) : s.timestamp_end;
       any = true;
     }
+    if (const char* ms = std::getenv("HUSHTRACE_PROGRESS_INTERVAL_MS"); ms != nullptr && *ms != '\0') {
+      interval_ = std::chrono::milliseconds(std::strtol(ms, nullptr, 10));
+    }
     start_ = last_ = std::chrono::steady_clock::now();
   }
   Progress(const Progress&) = delete;
@@ -48,7 +51,7 @@ class Progress {
   void Tick(std::uint64_t timestamp) {
     if (++events_ & 0xffff || !enabled_) [[likely]] return;
     const auto now = std::chrono::steady_clock::now();
-    if (now - last_ < std::chrono::milliseconds(250)) return;
+    if (now - last_ < interval_) return;
     last_ = now;
     const double frac = end_ > begin_ && timestamp > begin_
                             ? std::min(1.0, static_cast<double>(timestamp - begin_) / static_cast<double>(end_ - begin_))
@@ -68,6 +71,7 @@ class Progress {
   bool enabled_ = false, drawn_ = false;
   std::uint64_t events_ = 0, begin_ = 0, end_ = 0;
   std::chrono::steady_clock::time_point start_, last_;
+  std::chrono::milliseconds interval_{250};
 };
 
 }  // namespace hush::cli
