@@ -8,6 +8,9 @@
 // are fixed functions of the loop index, so two runs differ only in timestamps and tids.
 // The producers pause when the consumer falls behind, so no event is discarded (the program
 // checks it and fails otherwise).
+#include <hushtrace/hushtrace.h>
+#include <hushtrace/session.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -16,9 +19,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <hushtrace/hushtrace.h>
-#include <hushtrace/session.h>
 
 HUSH_TRACEPOINT(gen, recv, (std::uint32_t, worker), (std::uint64_t, id), (const char*, path))
 HUSH_TRACEPOINT(gen, send, (std::uint64_t, id), (std::uint32_t, status), (std::uint32_t, bytes))
@@ -47,7 +47,8 @@ void Produce(hush::Session* session, std::uint32_t worker, std::uint64_t groups)
     HUSH_INSTANT(gen, tick);
     if ((i & 1023) == 1023) {
       // Keep the ring from overflowing: wait while too many events are not written yet.
-      const std::uint64_t emitted = g_emitted.fetch_add(1024 * kEventsPerGroup, std::memory_order_relaxed);
+      const std::uint64_t emitted =
+          g_emitted.fetch_add(1024 * kEventsPerGroup, std::memory_order_relaxed);
       while (emitted > session->Stats().events_written + kMaxUnwritten) {
         std::this_thread::sleep_for(std::chrono::microseconds(200));
       }

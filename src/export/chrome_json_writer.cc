@@ -89,11 +89,21 @@ void ChromeJsonWriter::Args(std::span<const Arg> args) {
     out_.Append(Cached(arg_names_, a.name));
     out_.Put(':');
     switch (a.type) {
-      case Arg::Type::kInt: Int(a.i); break;
-      case Arg::Type::kUint: Uint(a.u); break;
-      case Arg::Type::kBool: out_.Append(a.u != 0 ? "true" : "false"); break;
-      case Arg::Type::kDouble: Double(a.d); break;
-      case Arg::Type::kString: AppendJsonString(out_, a.s); break;
+      case Arg::Type::kInt:
+        Int(a.i);
+        break;
+      case Arg::Type::kUint:
+        Uint(a.u);
+        break;
+      case Arg::Type::kBool:
+        out_.Append(a.u != 0 ? "true" : "false");
+        break;
+      case Arg::Type::kDouble:
+        Double(a.d);
+        break;
+      case Arg::Type::kString:
+        AppendJsonString(out_, a.s);
+        break;
       case Arg::Type::kBytes: {
         static constexpr char kHex[] = "0123456789abcdef";
         std::uint8_t* p = out_.Ensure(a.bytes.size() * 2 + 4);
@@ -114,7 +124,8 @@ void ChromeJsonWriter::Args(std::span<const Arg> args) {
   out_.Put('}');
 }
 
-void ChromeJsonWriter::Metadata(std::uint32_t pid, std::uint32_t tid, const char* what, std::string_view name) {
+void ChromeJsonWriter::Metadata(std::uint32_t pid, std::uint32_t tid, const char* what,
+                                std::string_view name) {
   Open("M");
   out_.Append(",\"pid\":");
   Uint(pid);
@@ -153,7 +164,8 @@ void ChromeJsonWriter::DeclareSched(std::uint32_t tid) {
 
 void ChromeJsonWriter::CounterTrack(std::uint32_t counter, Name name, Name category) {
   if (counter >= counter_names_.size()) counter_names_.resize(std::size_t{counter} + 1);
-  counter_names_[counter] = ",\"name\":" + JsonString(name.text) + ",\"cat\":" + JsonString(category.text);
+  counter_names_[counter] =
+      ",\"name\":" + JsonString(name.text) + ",\"cat\":" + JsonString(category.text);
 }
 
 void ChromeJsonWriter::SliceBegin(std::int64_t ns, Track track, Name name, Name category,
@@ -177,7 +189,8 @@ void ChromeJsonWriter::SliceEnd(std::int64_t ns, Track track, std::span<const Ar
   out_.MaybeFlush();
 }
 
-void ChromeJsonWriter::Instant(std::int64_t ns, Track track, Name name, Name category, std::span<const Arg> args) {
+void ChromeJsonWriter::Instant(std::int64_t ns, Track track, Name name, Name category,
+                               std::span<const Arg> args) {
   Open("i");
   out_.Append(",\"s\":\"t\"");
   PidTid(track);

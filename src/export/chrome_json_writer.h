@@ -36,9 +36,11 @@ class ChromeJsonWriter final : public TimelineSink {
   void Process(const ProcessInfo& process) override;
   void Thread(std::uint32_t tid, std::string_view name) override;
   void CounterTrack(std::uint32_t counter, Name name, Name category) override;
-  void SliceBegin(std::int64_t ns, Track track, Name name, Name category, std::span<const Arg> args) override;
+  void SliceBegin(std::int64_t ns, Track track, Name name, Name category,
+                  std::span<const Arg> args) override;
   void SliceEnd(std::int64_t ns, Track track, std::span<const Arg> args) override;
-  void Instant(std::int64_t ns, Track track, Name name, Name category, std::span<const Arg> args) override;
+  void Instant(std::int64_t ns, Track track, Name name, Name category,
+               std::span<const Arg> args) override;
   void CounterSample(std::int64_t ns, std::uint32_t counter, double value) override;
   bool Finish() override;
 

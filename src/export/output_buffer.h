@@ -1,8 +1,8 @@
 // A growable byte buffer flushed to a FILE* in large writes; the exporters' output path.
 //
-// Writers append through a raw cursor: Ensure(n) guarantees n writable bytes at Cursor(), Advance(n)
-// commits them. MaybeFlush() writes out once more than kFlushAt bytes are pending, so memory stays
-// bounded by kFlushAt plus the largest single record. Single-threaded.
+// Writers append through a raw cursor: Ensure(n) guarantees n writable bytes at Cursor(),
+// Advance(n) commits them. MaybeFlush() writes out once more than kFlushAt bytes are pending, so
+// memory stays bounded by kFlushAt plus the largest single record. Single-threaded.
 #ifndef HUSHTRACE_SRC_EXPORT_OUTPUT_BUFFER_H_
 #define HUSHTRACE_SRC_EXPORT_OUTPUT_BUFFER_H_
 
@@ -24,7 +24,8 @@ class OutputBuffer {
   OutputBuffer& operator=(const OutputBuffer&) = delete;
 
   std::uint8_t* Ensure(std::size_t n) {
-    if (capacity_ - size_ < n) [[unlikely]] Grow(size_ + n);
+    if (capacity_ - size_ < n) [[unlikely]]
+      Grow(size_ + n);
     return data_.get() + size_;
   }
   std::uint8_t* Cursor() { return data_.get() + size_; }
@@ -37,7 +38,8 @@ class OutputBuffer {
   }
   void Append(std::string_view s) { Append(s.data(), s.size()); }
   void Put(char c) { *Ensure(1) = static_cast<std::uint8_t>(c), ++size_; }
-  // Inserts `n` bytes at `pos`, moving what follows (for varint lengths that outgrew a reservation).
+  // Inserts `n` bytes at `pos`, moving what follows (for varint lengths that outgrew a
+  // reservation).
   void InsertGap(std::size_t pos, std::size_t n) {
     Ensure(n);
     std::memmove(data_.get() + pos + n, data_.get() + pos, size_ - pos);

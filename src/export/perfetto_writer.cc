@@ -11,17 +11,24 @@
 namespace hush::exporter {
 namespace {
 
-namespace trace { constexpr std::uint32_t kPacket = 1; }
+namespace trace {
+constexpr std::uint32_t kPacket = 1;
+}
 namespace packet {
 constexpr std::uint32_t kTimestamp = 8, kSequenceId = 10, kTrackEvent = 11, kInternedData = 12,
                         kSequenceFlags = 13, kTrackDescriptor = 60;
 constexpr std::uint64_t kIncrementalStateCleared = 1, kNeedsIncrementalState = 2;
 }  // namespace packet
 namespace track_descriptor {
-constexpr std::uint32_t kUuid = 1, kName = 2, kProcess = 3, kThread = 4, kParentUuid = 5, kCounter = 8;
+constexpr std::uint32_t kUuid = 1, kName = 2, kProcess = 3, kThread = 4, kParentUuid = 5,
+                        kCounter = 8;
 }
-namespace process_descriptor { constexpr std::uint32_t kPid = 1, kProcessName = 6; }
-namespace thread_descriptor { constexpr std::uint32_t kPid = 1, kTid = 2, kThreadName = 5; }
+namespace process_descriptor {
+constexpr std::uint32_t kPid = 1, kProcessName = 6;
+}
+namespace thread_descriptor {
+constexpr std::uint32_t kPid = 1, kTid = 2, kThreadName = 5;
+}
 namespace track_event {
 constexpr std::uint32_t kCategoryIids = 3, kDebugAnnotations = 4, kType = 9, kNameIid = 10,
                         kTrackUuid = 11, kDoubleCounterValue = 44;
@@ -32,13 +39,14 @@ constexpr std::uint32_t kEventCategories = 1, kEventNames = 2, kDebugAnnotationN
 constexpr std::uint32_t kIid = 1, kName = 2;  // EventCategory, EventName, DebugAnnotationName
 }  // namespace interned
 namespace annotation {
-constexpr std::uint32_t kNameIid = 1, kBoolValue = 2, kUintValue = 3, kIntValue = 4, kDoubleValue = 5,
-                        kStringValue = 6;
+constexpr std::uint32_t kNameIid = 1, kBoolValue = 2, kUintValue = 3, kIntValue = 4,
+                        kDoubleValue = 5, kStringValue = 6;
 }
 
 // True (and marks it) the first time `id` is seen.
 inline bool FirstUse(std::vector<std::uint8_t>& sent, std::uint32_t id) {
-  if (id < sent.size() && sent[id] != 0) [[likely]] return false;
+  if (id < sent.size() && sent[id] != 0) [[likely]]
+    return false;
   if (id >= sent.size()) sent.resize(std::size_t{id} * 2 + 16, 0);
   sent[id] = 1;
   return true;
@@ -104,9 +112,12 @@ void PerfettoWriter::CounterTrack(std::uint32_t counter, Name name, Name categor
 
 std::uint64_t PerfettoWriter::TrackUuid(Track track) {
   switch (track.kind) {
-    case TrackKind::kThread: return ThreadUuid(track.id);
-    case TrackKind::kCounter: return CounterUuid(track.id);
-    case TrackKind::kSched: break;
+    case TrackKind::kThread:
+      return ThreadUuid(track.id);
+    case TrackKind::kCounter:
+      return CounterUuid(track.id);
+    case TrackKind::kSched:
+      break;
   }
   bool& declared = sched_declared_[track.id];
   if (!declared) {
@@ -128,15 +139,19 @@ std::uint64_t PerfettoWriter::TrackUuid(Track track) {
 // (a non-minimal varint, as in proto_encoder.h). False, with nothing written, when a string needs
 // UTF-8 repair or the packet could reach 16 KiB: Event() then takes the general path.
 //   0x0a len | 0x40 ts | 0x50 01 | 0x68 02 | 0x5a len { [0x18 cat] [0x50 name] 0x48 type 0x58 uuid
-//                                                      [0xe1 0x02 f64] [0x22 len { 0x08 iid value }]... }
-bool PerfettoWriter::FastEvent(std::int64_t ns, std::uint32_t type, std::uint64_t uuid, const Name* name,
-                               const Name* category, std::span<const Arg> args, const double* counter_value) {
+//                                                      [0xe1 0x02 f64] [0x22 len { 0x08 iid value
+//                                                      }]... }
+bool PerfettoWriter::FastEvent(std::int64_t ns, std::uint32_t type, std::uint64_t uuid,
+                               const Name* name, const Name* category, std::span<const Arg> args,
+                               const double* counter_value) {
   using proto::PutVarint;
   constexpr std::size_t kFixedBound = 2 + 11 + 2 + 2 + 2 + 6 + 6 + 2 + 11 + 10;
   constexpr std::size_t kArgBound = 1 + 2 + 1 + 5 + 1 + 2;  // + the value's payload
   constexpr std::size_t kOneByte = 127, kTwoBytes = (1u << 14) - 1;
   auto payload = [](const Arg& a) -> std::size_t {
-    return a.type == Arg::Type::kString ? a.s.size() : a.type == Arg::Type::kBytes ? a.bytes.size() * 2 : 10;
+    return a.type == Arg::Type::kString  ? a.s.size()
+           : a.type == Arg::Type::kBytes ? a.bytes.size() * 2
+                                         : 10;
   };
   std::size_t bound = kFixedBound;
   for (const Arg& a : args) {
@@ -237,7 +252,8 @@ bool PerfettoWriter::FastEvent(std::int64_t ns, std::uint32_t type, std::uint64_
 }
 
 void PerfettoWriter::Event(std::int64_t ns, std::uint32_t type, Track track, const Name* name,
-                           const Name* category, std::span<const Arg> args, const double* counter_value) {
+                           const Name* category, std::span<const Arg> args,
+                           const double* counter_value) {
   const std::uint64_t uuid = TrackUuid(track);
   const bool new_name = name != nullptr && FirstUse(name_sent_, name->id);
   const bool new_category = category != nullptr && FirstUse(category_sent_, category->id);
@@ -284,11 +300,21 @@ void PerfettoWriter::Event(std::int64_t ns, std::uint32_t type, Track track, con
     const std::size_t da = enc_.BeginNested(track_event::kDebugAnnotations);
     enc_.Varint(annotation::kNameIid, a.name.id + 1);
     switch (a.type) {
-      case Arg::Type::kInt: enc_.Int(annotation::kIntValue, a.i); break;
-      case Arg::Type::kUint: enc_.Varint(annotation::kUintValue, a.u); break;
-      case Arg::Type::kBool: enc_.Varint(annotation::kBoolValue, a.u != 0); break;
-      case Arg::Type::kDouble: enc_.Double(annotation::kDoubleValue, a.d); break;
-      case Arg::Type::kString: StringField(annotation::kStringValue, a.s); break;
+      case Arg::Type::kInt:
+        enc_.Int(annotation::kIntValue, a.i);
+        break;
+      case Arg::Type::kUint:
+        enc_.Varint(annotation::kUintValue, a.u);
+        break;
+      case Arg::Type::kBool:
+        enc_.Varint(annotation::kBoolValue, a.u != 0);
+        break;
+      case Arg::Type::kDouble:
+        enc_.Double(annotation::kDoubleValue, a.d);
+        break;
+      case Arg::Type::kString:
+        StringField(annotation::kStringValue, a.s);
+        break;
       case Arg::Type::kBytes: {
         static constexpr char kHex[] = "0123456789abcdef";
         std::string hex;
@@ -308,7 +334,8 @@ void PerfettoWriter::Event(std::int64_t ns, std::uint32_t type, Track track, con
   out_.MaybeFlush();
 }
 
-void PerfettoWriter::SliceBegin(std::int64_t ns, Track track, Name name, Name category, std::span<const Arg> args) {
+void PerfettoWriter::SliceBegin(std::int64_t ns, Track track, Name name, Name category,
+                                std::span<const Arg> args) {
   Event(ns, track_event::kSliceBegin, track, &name, &category, args, nullptr);
 }
 
@@ -316,12 +343,14 @@ void PerfettoWriter::SliceEnd(std::int64_t ns, Track track, std::span<const Arg>
   Event(ns, track_event::kSliceEnd, track, nullptr, nullptr, args, nullptr);
 }
 
-void PerfettoWriter::Instant(std::int64_t ns, Track track, Name name, Name category, std::span<const Arg> args) {
+void PerfettoWriter::Instant(std::int64_t ns, Track track, Name name, Name category,
+                             std::span<const Arg> args) {
   Event(ns, track_event::kInstant, track, &name, &category, args, nullptr);
 }
 
 void PerfettoWriter::CounterSample(std::int64_t ns, std::uint32_t counter, double value) {
-  Event(ns, track_event::kCounter, Track{TrackKind::kCounter, counter}, nullptr, nullptr, {}, &value);
+  Event(ns, track_event::kCounter, Track{TrackKind::kCounter, counter}, nullptr, nullptr, {},
+        &value);
 }
 
 bool PerfettoWriter::Finish() { return out_.Flush(); }

@@ -30,9 +30,11 @@ class PerfettoWriter final : public TimelineSink {
   void Process(const ProcessInfo& process) override;
   void Thread(std::uint32_t tid, std::string_view name) override;
   void CounterTrack(std::uint32_t counter, Name name, Name category) override;
-  void SliceBegin(std::int64_t ns, Track track, Name name, Name category, std::span<const Arg> args) override;
+  void SliceBegin(std::int64_t ns, Track track, Name name, Name category,
+                  std::span<const Arg> args) override;
   void SliceEnd(std::int64_t ns, Track track, std::span<const Arg> args) override;
-  void Instant(std::int64_t ns, Track track, Name name, Name category, std::span<const Arg> args) override;
+  void Instant(std::int64_t ns, Track track, Name name, Name category,
+               std::span<const Arg> args) override;
   void CounterSample(std::int64_t ns, std::uint32_t counter, double value) override;
   bool Finish() override;
 
@@ -43,10 +45,10 @@ class PerfettoWriter final : public TimelineSink {
 
  private:
   std::uint64_t TrackUuid(Track track);
-  void Event(std::int64_t ns, std::uint32_t type, Track track, const Name* name, const Name* category,
-             std::span<const Arg> args, const double* counter_value);
-  bool FastEvent(std::int64_t ns, std::uint32_t type, std::uint64_t uuid, const Name* name, const Name* category,
-                 std::span<const Arg> args, const double* counter_value);
+  void Event(std::int64_t ns, std::uint32_t type, Track track, const Name* name,
+             const Name* category, std::span<const Arg> args, const double* counter_value);
+  bool FastEvent(std::int64_t ns, std::uint32_t type, std::uint64_t uuid, const Name* name,
+                 const Name* category, std::span<const Arg> args, const double* counter_value);
   void ThreadDescriptor(std::uint32_t tid, std::string_view name);
   void StringField(std::uint32_t field, std::string_view s);  // made valid UTF-8
 

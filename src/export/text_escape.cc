@@ -52,12 +52,16 @@ std::size_t Utf8SequenceLength(std::string_view s, std::size_t i) {
     n = 2;
   } else if (c >= 0xe0 && c <= 0xef) {
     n = 3;
-    if (c == 0xe0) lo = 0xa0;        // overlong
-    else if (c == 0xed) hi = 0x9f;   // surrogates
+    if (c == 0xe0)
+      lo = 0xa0;  // overlong
+    else if (c == 0xed)
+      hi = 0x9f;  // surrogates
   } else if (c >= 0xf0 && c <= 0xf4) {
     n = 4;
-    if (c == 0xf0) lo = 0x90;        // overlong
-    else if (c == 0xf4) hi = 0x8f;   // above U+10FFFF
+    if (c == 0xf0)
+      lo = 0x90;  // overlong
+    else if (c == 0xf4)
+      hi = 0x8f;  // above U+10FFFF
   } else {
     return 0;  // continuation byte, overlong 0xc0/0xc1, or 0xf5..0xff
   }
@@ -102,11 +106,21 @@ void JsonEscapeTo(Out& out, std::string_view s) {
     void Escape(unsigned char c) {
       static constexpr char kHex[] = "0123456789abcdef";
       switch (c) {
-        case '"': out.Append("\\\""); break;
-        case '\\': out.Append("\\\\"); break;
-        case '\n': out.Append("\\n"); break;
-        case '\t': out.Append("\\t"); break;
-        case '\r': out.Append("\\r"); break;
+        case '"':
+          out.Append("\\\"");
+          break;
+        case '\\':
+          out.Append("\\\\");
+          break;
+        case '\n':
+          out.Append("\\n");
+          break;
+        case '\t':
+          out.Append("\\t");
+          break;
+        case '\r':
+          out.Append("\\r");
+          break;
         default: {
           const char esc[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 15]};
           out.Append(std::string_view(esc, 6));

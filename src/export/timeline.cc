@@ -68,7 +68,8 @@ TimelineBuilder::TimelineBuilder(const reader::Trace& trace, TimelineSink& sink,
     ClassInfo& info = classes_[ec.index];
     const std::size_t colon = ec.name.find(':');
     const std::string_view provider = std::string_view(ec.name).substr(0, colon);
-    const std::string_view event = colon == std::string::npos ? "" : std::string_view(ec.name).substr(colon + 1);
+    const std::string_view event =
+        colon == std::string::npos ? "" : std::string_view(ec.name).substr(colon + 1);
     info.category = category(provider);
     info.arg_base = arg_id;
     arg_id += static_cast<std::uint32_t>(ec.fields.size());
@@ -77,14 +78,17 @@ TimelineBuilder::TimelineBuilder(const reader::Trace& trace, TimelineSink& sink,
       info.role = Role::kSpan;
       info.field_a = ec.FieldIndex("phase");
     } else if (ec.kind == reader::EventKind::kCounter && ec.FieldIndex("value") >= 0 &&
-               ec.fields[static_cast<std::size_t>(ec.FieldIndex("value"))].type != FieldType::kString &&
-               ec.fields[static_cast<std::size_t>(ec.FieldIndex("value"))].type != FieldType::kBytes) {
+               ec.fields[static_cast<std::size_t>(ec.FieldIndex("value"))].type !=
+                   FieldType::kString &&
+               ec.fields[static_cast<std::size_t>(ec.FieldIndex("value"))].type !=
+                   FieldType::kBytes) {
       info.role = Role::kCounter;
       info.field_a = ec.FieldIndex("value");
       info.counter = counters++;
     } else if (ec.kind == reader::EventKind::kInstant) {
       info.role = Role::kInstant;
-    } else if (provider == "func" && (event == "entry" || event == "exit") && IsInteger(ec, ec.FieldIndex("addr"))) {
+    } else if (provider == "func" && (event == "entry" || event == "exit") &&
+               IsInteger(ec, ec.FieldIndex("addr"))) {
       info.role = event == "entry" ? Role::kFuncEntry : Role::kFuncExit;
       info.field_a = ec.FieldIndex("addr");
     } else if (provider == "sched" && IsInteger(ec, tid)) {
@@ -149,7 +153,8 @@ Name TimelineBuilder::FuncName(std::uint64_t addr) {
   return Name{first_func_name_ + it->second, func_names_[it->second]};
 }
 
-void TimelineBuilder::OpenFrame(std::int64_t ns, std::uint32_t tid, Frame frame, Name name, Name category) {
+void TimelineBuilder::OpenFrame(std::int64_t ns, std::uint32_t tid, Frame frame, Name name,
+                                Name category) {
   StateOf(tid).stack.push_back(frame);
   sink_.SliceBegin(ns, Track{TrackKind::kThread, tid}, name, category, {});
 }
@@ -157,7 +162,9 @@ void TimelineBuilder::OpenFrame(std::int64_t ns, std::uint32_t tid, Frame frame,
 void TimelineBuilder::CloseFrame(std::int64_t ns, std::uint32_t tid, Frame frame) {
   std::vector<Frame>& stack = StateOf(tid).stack;
   std::size_t depth = stack.size();
-  while (depth > 0 && (stack[depth - 1].is_func != frame.is_func || stack[depth - 1].key != frame.key)) --depth;
+  while (depth > 0 &&
+         (stack[depth - 1].is_func != frame.is_func || stack[depth - 1].key != frame.key))
+    --depth;
   if (depth == 0) {
     ++stats_.unmatched_ends;
     return;
@@ -178,8 +185,14 @@ std::span<const Arg> TimelineBuilder::FieldArgs(const reader::Event& event, cons
     Arg a;
     a.name = Name{info.arg_base + static_cast<std::uint32_t>(i), v.info().name};
     switch (v.type()) {
-      case FieldType::kSigned: a.type = Arg::Type::kInt; a.i = v.AsInt64(); break;
-      case FieldType::kUnsigned: a.type = Arg::Type::kUint; a.u = v.AsUint64(); break;
+      case FieldType::kSigned:
+        a.type = Arg::Type::kInt;
+        a.i = v.AsInt64();
+        break;
+      case FieldType::kUnsigned:
+        a.type = Arg::Type::kUint;
+        a.u = v.AsUint64();
+        break;
       case FieldType::kBool:
         if (v.AsUint64() <= 1) {
           a.type = Arg::Type::kBool;
@@ -203,17 +216,28 @@ std::span<const Arg> TimelineBuilder::FieldArgs(const reader::Event& event, cons
         }
         break;
       }
-      case FieldType::kFloat: a.type = Arg::Type::kDouble; a.d = v.AsDouble(); break;
-      case FieldType::kString: a.type = Arg::Type::kString; a.s = v.AsString(); break;
-      case FieldType::kBytes: a.type = Arg::Type::kBytes; a.bytes = v.AsBytes(); break;
+      case FieldType::kFloat:
+        a.type = Arg::Type::kDouble;
+        a.d = v.AsDouble();
+        break;
+      case FieldType::kString:
+        a.type = Arg::Type::kString;
+        a.s = v.AsString();
+        break;
+      case FieldType::kBytes:
+        a.type = Arg::Type::kBytes;
+        a.bytes = v.AsBytes();
+        break;
     }
     args_.push_back(a);
   }
   return args_;
 }
 
-void TimelineBuilder::HandleSched(std::int64_t ns, const reader::Event& event, const ClassInfo& info) {
-  const auto subject = static_cast<std::uint32_t>(event.field(static_cast<std::size_t>(info.field_a)).AsUint64());
+void TimelineBuilder::HandleSched(std::int64_t ns, const reader::Event& event,
+                                  const ClassInfo& info) {
+  const auto subject =
+      static_cast<std::uint32_t>(event.field(static_cast<std::size_t>(info.field_a)).AsUint64());
   ThreadState& state = StateOf(subject);
   if (!state.declared) Declare(subject, state, "");
   const Track sched{TrackKind::kSched, subject};
@@ -229,7 +253,8 @@ void TimelineBuilder::HandleSched(std::int64_t ns, const reader::Event& event, c
       cpu.name = Name{arg_cpu_, "cpu"};
       cpu.type = Arg::Type::kUint;
       cpu.u = event.field(static_cast<std::size_t>(info.field_b)).AsUint64();
-      sink_.SliceBegin(ns, sched, Name{name_running_, "running"}, cat, std::span<const Arg>(&cpu, 1));
+      sink_.SliceBegin(ns, sched, Name{name_running_, "running"}, cat,
+                       std::span<const Arg>(&cpu, 1));
       break;
     }
     case Role::kSwitchOut: {
@@ -241,8 +266,11 @@ void TimelineBuilder::HandleSched(std::int64_t ns, const reader::Event& event, c
       Arg preempted;
       preempted.name = Name{arg_preempted_, "preempted"};
       preempted.type = Arg::Type::kBool;
-      preempted.u = info.field_c >= 0 && event.field(static_cast<std::size_t>(info.field_c)).AsUint64() != 0;
-      sink_.SliceEnd(ns, sched, info.field_c >= 0 ? std::span<const Arg>(&preempted, 1) : std::span<const Arg>());
+      preempted.u =
+          info.field_c >= 0 && event.field(static_cast<std::size_t>(info.field_c)).AsUint64() != 0;
+      sink_.SliceEnd(
+          ns, sched,
+          info.field_c >= 0 ? std::span<const Arg>(&preempted, 1) : std::span<const Arg>());
       ++stats_.slices;
       break;
     }
@@ -258,16 +286,18 @@ void TimelineBuilder::HandleSched(std::int64_t ns, const reader::Event& event, c
       tid.name = Name{arg_tid_, "tid"};
       tid.type = Arg::Type::kUint;
       tid.u = subject;
-      sink_.Instant(ns, Track{TrackKind::kThread, subject},
-                    start ? Name{name_thread_start_, "thread_start"} : Name{name_thread_exit_, "thread_exit"},
-                    cat, std::span<const Arg>(&tid, 1));
+      sink_.Instant(
+          ns, Track{TrackKind::kThread, subject},
+          start ? Name{name_thread_start_, "thread_start"} : Name{name_thread_exit_, "thread_exit"},
+          cat, std::span<const Arg>(&tid, 1));
       ++stats_.instants;
       break;
     }
     case Role::kThreadName:
       sink_.Thread(subject, event.field(static_cast<std::size_t>(info.field_b)).AsString());
       break;
-    default: break;
+    default:
+      break;
   }
 }
 
@@ -295,7 +325,8 @@ void TimelineBuilder::Add(const reader::Event& event) {
     case Role::kFuncExit: {
       const std::uint64_t addr = event.field(static_cast<std::size_t>(info.field_a)).AsUint64();
       if (info.role == Role::kFuncEntry) {
-        OpenFrame(ns, tid, Frame{true, addr}, FuncName(addr), Name{cat_func_, categories_[cat_func_]});
+        OpenFrame(ns, tid, Frame{true, addr}, FuncName(addr),
+                  Name{cat_func_, categories_[cat_func_]});
       } else {
         CloseFrame(ns, tid, Frame{true, addr});
       }
@@ -306,7 +337,8 @@ void TimelineBuilder::Add(const reader::Event& event) {
         counter_declared_[info.counter] = true;
         sink_.CounterTrack(info.counter, ClassName(cls), category);
       }
-      sink_.CounterSample(ns, info.counter, event.field(static_cast<std::size_t>(info.field_a)).AsDouble());
+      sink_.CounterSample(ns, info.counter,
+                          event.field(static_cast<std::size_t>(info.field_a)).AsDouble());
       ++stats_.counter_samples;
       break;
     }
@@ -315,7 +347,8 @@ void TimelineBuilder::Add(const reader::Event& event) {
       ++stats_.instants;
       break;
     case Role::kEvent:
-      sink_.Instant(ns, Track{TrackKind::kThread, tid}, ClassName(cls), category, FieldArgs(event, info));
+      sink_.Instant(ns, Track{TrackKind::kThread, tid}, ClassName(cls), category,
+                    FieldArgs(event, info));
       ++stats_.instants;
       break;
     default:

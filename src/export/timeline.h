@@ -63,7 +63,7 @@ struct Arg {
   std::int64_t i = 0;
   std::uint64_t u = 0;
   double d = 0;
-  std::string_view s;                // kString; enum labels are strings too
+  std::string_view s;                   // kString; enum labels are strings too
   std::span<const std::uint8_t> bytes;  // kBytes
 };
 
@@ -96,8 +96,8 @@ struct TimelineStats {
   std::uint64_t slices = 0;
   std::uint64_t instants = 0;
   std::uint64_t counter_samples = 0;
-  std::uint64_t unmatched_ends = 0;     // ends (span, func:exit, switch_out) without a begin
-  std::uint64_t closed_at_end = 0;      // slices still open at the end of the trace
+  std::uint64_t unmatched_ends = 0;  // ends (span, func:exit, switch_out) without a begin
+  std::uint64_t closed_at_end = 0;   // slices still open at the end of the trace
 };
 
 // Trace::ToEpochNs() without a 128-bit division per event: events come in time order, so the
@@ -135,8 +135,17 @@ class TimelineBuilder {
 
  private:
   enum class Role : std::uint8_t {
-    kEvent, kSpan, kInstant, kCounter, kFuncEntry, kFuncExit,
-    kSwitchIn, kSwitchOut, kThreadStart, kThreadExit, kThreadName,
+    kEvent,
+    kSpan,
+    kInstant,
+    kCounter,
+    kFuncEntry,
+    kFuncExit,
+    kSwitchIn,
+    kSwitchOut,
+    kThreadStart,
+    kThreadExit,
+    kThreadName,
   };
   struct ClassInfo {
     Role role = Role::kEvent;

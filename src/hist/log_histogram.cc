@@ -81,14 +81,16 @@ std::vector<LogHistogram::Row> LogHistogram::Octaves() const {
   if (!negative_.empty()) {
     for (int e = negative_.rbegin()->first; e >= negative_.begin()->first; --e) {
       const auto it = negative_.find(e);
-      rows.push_back(Row{-std::ldexp(1.0, e), -std::ldexp(1.0, e - 1), it == negative_.end() ? 0 : total(it->second)});
+      rows.push_back(Row{-std::ldexp(1.0, e), -std::ldexp(1.0, e - 1),
+                         it == negative_.end() ? 0 : total(it->second)});
     }
   }
   if (zeros_ != 0) rows.push_back(Row{0, 0, zeros_});
   if (!positive_.empty()) {
     for (int e = positive_.begin()->first; e <= positive_.rbegin()->first; ++e) {
       const auto it = positive_.find(e);
-      rows.push_back(Row{std::ldexp(1.0, e - 1), std::ldexp(1.0, e), it == positive_.end() ? 0 : total(it->second)});
+      rows.push_back(Row{std::ldexp(1.0, e - 1), std::ldexp(1.0, e),
+                         it == positive_.end() ? 0 : total(it->second)});
     }
   }
   return rows;

@@ -3,10 +3,10 @@
 // Each power of two [2^k, 2^(k+1)) is split into 64 equal sub-buckets, so a bucket's width is at
 // most 1/64 of its lower bound. Percentiles report the middle of the bucket holding the sample of
 // the requested rank (nearest rank: the smallest sample with at least p% of the samples at or
-// below it), clamped to [min, max] (the first and last ranks are min and max themselves): the reported value is within 1/128 (0.79%) of the true one.
-// For integer data, buckets one unit wide or narrower (|v| < 128) report their lower bound, which
-// is then exact. Negative values go to a mirrored histogram; zero has its own count. min, max,
-// mean and count are exact.
+// below it), clamped to [min, max] (the first and last ranks are min and max themselves): the
+// reported value is within 1/128 (0.79%) of the true one. For integer data, buckets one unit wide
+// or narrower (|v| < 128) report their lower bound, which is then exact. Negative values go to a
+// mirrored histogram; zero has its own count. min, max, mean and count are exact.
 //
 //   LogHistogram h(/*integer=*/true);
 //   for (...) h.Add(v);

@@ -25,7 +25,8 @@ void ExpectWithinBound(const LogHistogram& h, std::vector<double> samples) {
   std::sort(samples.begin(), samples.end());
   for (const double p : {0.0, 1.0, 50.0, 90.0, 99.0, 99.9, 100.0}) {
     const double want = TruePercentile(samples, p);
-    EXPECT_NEAR(h.Percentile(p), want, std::fabs(want) * LogHistogram::kMaxRelativeError + 1e-12) << "p" << p;
+    EXPECT_NEAR(h.Percentile(p), want, std::fabs(want) * LogHistogram::kMaxRelativeError + 1e-12)
+        << "p" << p;
   }
 }
 
@@ -113,7 +114,7 @@ TEST(LogHistogramTest, OctaveRowsCountEverySample) {
   EXPECT_EQ(rows[0].upper, -2);
   EXPECT_EQ(rows[1].count, 1u);  // the zero row
   EXPECT_EQ(rows[1].lower, 0);
-  EXPECT_EQ(rows[2].lower, 1);   // 1 in [1, 2)
+  EXPECT_EQ(rows[2].lower, 1);  // 1 in [1, 2)
   EXPECT_EQ(rows.back().lower, 512);
   EXPECT_EQ(rows.back().upper, 1024);
   // Empty octaves between the populated ones are rows too: [1,2) [2,4) [4,8) ... [512,1024).

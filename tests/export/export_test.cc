@@ -6,6 +6,8 @@
 //   * Chrome JSON: parsed by Python's json module (check_chrome_json.py), nesting checked there,
 //     the summary compared here.
 #include <gtest/gtest.h>
+#include <hushtrace/hushtrace.h>
+#include <hushtrace/session.h>
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -18,9 +20,6 @@
 #include <thread>
 #include <vector>
 
-#include <hushtrace/hushtrace.h>
-#include <hushtrace/session.h>
-
 #include "export/text_escape.h"
 #include "export/timeline.h"
 #include "hushtrace/reader.h"
@@ -28,7 +27,8 @@
 
 HUSH_TRACEPOINT(ex, text, (std::uint32_t, seq), (const char*, s))
 HUSH_TRACEPOINT(sched, switch_in, (std::uint32_t, tid), (std::uint32_t, cpu))
-HUSH_TRACEPOINT(sched, switch_out, (std::uint32_t, tid), (std::uint8_t, preempted), (std::uint32_t, cpu))
+HUSH_TRACEPOINT(sched, switch_out, (std::uint32_t, tid), (std::uint8_t, preempted),
+                (std::uint32_t, cpu))
 HUSH_TRACEPOINT(sched, thread_start, (std::uint32_t, tid))
 HUSH_TRACEPOINT(sched, thread_exit, (std::uint32_t, tid))
 HUSH_TRACEPOINT(sched, thread_name, (std::uint32_t, tid), (const char*, name))
@@ -105,14 +105,16 @@ const Recording& Recorded() {
         }
       }
       HUSH_TRACE(ex, text, static_cast<std::uint32_t>(i), kStrings[i % kStringCount].in);
-      HUSH_TRACE(sched, switch_out, r->main_tid, static_cast<std::uint8_t>(i % 2), static_cast<std::uint32_t>(i % 2));
+      HUSH_TRACE(sched, switch_out, r->main_tid, static_cast<std::uint8_t>(i % 2),
+                 static_cast<std::uint32_t>(i % 2));
     }
     HUSH_TRACE(func, exit, std::uint64_t{0xdead});  // no entry: dropped
     HUSH_TRACE(sched, thread_start, kGhost);
     HUSH_TRACE(sched, thread_name, kGhost, "ghost");
     HUSH_TRACE(sched, switch_in, kGhost, std::uint32_t{1});
     HUSH_TRACE(sched, switch_out, kGhost, std::uint8_t{0}, std::uint32_t{1});
-    HUSH_TRACE(sched, switch_out, kGhost, std::uint8_t{0}, std::uint32_t{1});  // no switch_in: dropped
+    HUSH_TRACE(sched, switch_out, kGhost, std::uint8_t{0},
+               std::uint32_t{1});  // no switch_in: dropped
     HUSH_TRACE(sched, thread_exit, kGhost);
     std::thread worker([r] {
       ::pthread_setname_np(::pthread_self(), "exp-worker");
@@ -135,14 +137,16 @@ const Recording& Recorded() {
 // --- a parser for protoc's text format ---
 
 struct Node {
-  std::multimap<std::string, std::string> values;       // scalar fields, unescaped
+  std::multimap<std::string, std::string> values;  // scalar fields, unescaped
   std::multimap<std::string, std::unique_ptr<Node>> children;
   std::vector<std::pair<std::string, const Node*>> order;  // children in order
   std::string Get(const std::string& key) const {
     auto it = values.find(key);
     return it == values.end() ? "" : it->second;
   }
-  bool Has(const std::string& key) const { return values.count(key) != 0 || children.count(key) != 0; }
+  bool Has(const std::string& key) const {
+    return values.count(key) != 0 || children.count(key) != 0;
+  }
   const Node* Child(const std::string& key) const {
     auto it = children.find(key);
     return it == children.end() ? nullptr : it->second.get();
@@ -167,7 +171,8 @@ std::string Unescape(const std::string& q) {
     const char c = q[++i];
     if (c >= '0' && c <= '7') {
       int v = 0;
-      for (int k = 0; k < 3 && i < q.size() - 1 && q[i] >= '0' && q[i] <= '7'; ++k, ++i) v = v * 8 + (q[i] - '0');
+      for (int k = 0; k < 3 && i < q.size() - 1 && q[i] >= '0' && q[i] <= '7'; ++k, ++i)
+        v = v * 8 + (q[i] - '0');
       --i;
       s += static_cast<char>(v);
     } else if (c == 'x') {
@@ -233,10 +238,12 @@ TEST_F(ExportTest, PerfettoDecodesFieldByField) {
   const CommandResult res = Export("perfetto", out);
   ASSERT_EQ(res.exit_code, 0) << res.err;
   const std::string proto_dir = std::string(std::getenv("HUSH_SOURCE_DIR")) + "/tests/export";
-  const CommandResult dec = RunCommand({"/bin/sh", "-c",
-                                        "protoc --proto_path='" + proto_dir +
-                                            "' --decode=perfetto.protos.Trace perfetto_subset.proto < '" + out + "'"});
-  ASSERT_EQ(dec.exit_code, 0) << "protoc (Debian package protobuf-compiler, scripts/setup.sh) failed: " << dec.err;
+  const CommandResult dec =
+      RunCommand({"/bin/sh", "-c",
+                  "protoc --proto_path='" + proto_dir +
+                      "' --decode=perfetto.protos.Trace perfetto_subset.proto < '" + out + "'"});
+  ASSERT_EQ(dec.exit_code, 0)
+      << "protoc (Debian package protobuf-compiler, scripts/setup.sh) failed: " << dec.err;
   ASSERT_EQ(dec.err, "");
   const auto root = ParseText(dec.out);
   const auto packets = root->All("packet");
@@ -263,7 +270,8 @@ TEST_F(ExportTest, PerfettoDecodesFieldByField) {
     const Node* td = packets[i]->Child("track_descriptor");
     EXPECT_EQ(td->Get("parent_uuid"), proc_uuid);
     EXPECT_EQ(td->Child("thread")->Get("pid"), std::to_string(r.pid));
-    EXPECT_EQ(td->Get("uuid"), std::to_string(ThreadUuid(static_cast<std::uint32_t>(std::stoul(td->Child("thread")->Get("tid"))))));
+    EXPECT_EQ(td->Get("uuid"), std::to_string(ThreadUuid(static_cast<std::uint32_t>(
+                                   std::stoul(td->Child("thread")->Get("tid"))))));
     thread_names[td->Get("uuid")].push_back(td->Child("thread")->Get("thread_name"));
   }
   EXPECT_EQ(thread_names.count(std::to_string(ThreadUuid(r.main_tid))), 1u);
@@ -297,16 +305,20 @@ TEST_F(ExportTest, PerfettoDecodesFieldByField) {
     EXPECT_GE(ts, last_ts);
     last_ts = ts;
     if (const Node* in = p->Child("interned_data")) {
-      for (const Node* n : in->All("event_names")) EXPECT_TRUE(names.emplace(n->Get("iid"), n->Get("name")).second);
-      for (const Node* n : in->All("event_categories")) EXPECT_TRUE(categories.emplace(n->Get("iid"), n->Get("name")).second);
-      for (const Node* n : in->All("debug_annotation_names")) EXPECT_TRUE(arg_names.emplace(n->Get("iid"), n->Get("name")).second);
+      for (const Node* n : in->All("event_names"))
+        EXPECT_TRUE(names.emplace(n->Get("iid"), n->Get("name")).second);
+      for (const Node* n : in->All("event_categories"))
+        EXPECT_TRUE(categories.emplace(n->Get("iid"), n->Get("name")).second);
+      for (const Node* n : in->All("debug_annotation_names"))
+        EXPECT_TRUE(arg_names.emplace(n->Get("iid"), n->Get("name")).second);
     }
     const std::string type = te->Get("type");
     ++types[type];
     const std::string track = te->Get("track_uuid");
     std::map<std::string, std::string> args;
     for (const Node* a : te->All("debug_annotations")) {
-      ASSERT_EQ(arg_names.count(a->Get("name_iid")), 1u) << "annotation name used before it was interned";
+      ASSERT_EQ(arg_names.count(a->Get("name_iid")), 1u)
+          << "annotation name used before it was interned";
       for (const auto& [k, v] : a->values) {
         if (k != "name_iid") args[arg_names[a->Get("name_iid")]] = v;
       }
@@ -322,7 +334,8 @@ TEST_F(ExportTest, PerfettoDecodesFieldByField) {
       if (name == "running") cpus.push_back(args["cpu"]);
     } else if (type == "TYPE_SLICE_END") {
       ASSERT_FALSE(stacks[track].empty()) << "SLICE_END without a begin on track " << track;
-      if (stacks[track].back() == "running" && args.count("preempted")) preempted.push_back(args["preempted"]);
+      if (stacks[track].back() == "running" && args.count("preempted"))
+        preempted.push_back(args["preempted"]);
       stacks[track].pop_back();
     } else if (type == "TYPE_COUNTER") {
       ASSERT_EQ(counter_tracks.count(track), 1u) << "counter track not declared before use";
@@ -336,7 +349,8 @@ TEST_F(ExportTest, PerfettoDecodesFieldByField) {
       EXPECT_EQ(args["tid"], std::to_string(kGhost));
     }
   }
-  for (const auto& [track, stack] : stacks) EXPECT_TRUE(stack.empty()) << "unclosed slices on " << track;
+  for (const auto& [track, stack] : stacks)
+    EXPECT_TRUE(stack.empty()) << "unclosed slices on " << track;
 
   // Thread names: the main thread renamed by sched:thread_name; the ghost declared, then named.
   EXPECT_EQ(thread_names[std::to_string(ThreadUuid(r.main_tid))].back(), kMainName);
@@ -353,7 +367,8 @@ TEST_F(ExportTest, PerfettoDecodesFieldByField) {
   }
   EXPECT_EQ(begun[std::to_string(ThreadUuid(r.main_tid))], want_main);
   std::vector<std::string> want_worker;
-  for (int k = 0; k < kWorkerIters; ++k) want_worker.insert(want_worker.end(), {"ex:outer", "ex:inner"});
+  for (int k = 0; k < kWorkerIters; ++k)
+    want_worker.insert(want_worker.end(), {"ex:outer", "ex:inner"});
   want_worker.push_back("ex:outer");
   EXPECT_EQ(begun[std::to_string(ThreadUuid(r.worker_tid))], want_worker);
 
@@ -362,7 +377,8 @@ TEST_F(ExportTest, PerfettoDecodesFieldByField) {
   EXPECT_EQ(track_parent[main_sched], std::to_string(ThreadUuid(r.main_tid)));
   EXPECT_EQ(track_name[main_sched], "running");
   EXPECT_EQ(begun[main_sched], std::vector<std::string>(kIters, "running"));
-  EXPECT_EQ(begun[std::to_string(std::uint64_t{kGhost} << 3 | 2)], std::vector<std::string>{"running"});
+  EXPECT_EQ(begun[std::to_string(std::uint64_t{kGhost} << 3 | 2)],
+            std::vector<std::string>{"running"});
   ASSERT_EQ(cpus.size(), static_cast<std::size_t>(kIters + 1));
   ASSERT_EQ(preempted.size(), static_cast<std::size_t>(kIters + 1));
   for (int k = 0; k < kIters; ++k) {
@@ -380,7 +396,8 @@ TEST_F(ExportTest, PerfettoDecodesFieldByField) {
     EXPECT_EQ(counter_values[static_cast<std::size_t>(k)], v.str());
   }
   ASSERT_EQ(texts.size(), static_cast<std::size_t>(kIters));
-  for (int k = 0; k < kIters; ++k) EXPECT_EQ(texts[static_cast<std::size_t>(k)], kStrings[k % kStringCount].out) << k;
+  for (int k = 0; k < kIters; ++k)
+    EXPECT_EQ(texts[static_cast<std::size_t>(k)], kStrings[k % kStringCount].out) << k;
   // Timestamps: ns since the epoch, the same as `hushtrace dump --absolute` prints.
   const CommandResult dump = RunCommand({bin_, "dump", "--absolute", "-e", "ex:text", r.dir});
   ASSERT_EQ(dump.exit_code, 0) << dump.err;
@@ -390,13 +407,15 @@ TEST_F(ExportTest, PerfettoDecodesFieldByField) {
     const std::string& l = dump_lines[k];
     EXPECT_EQ(l.substr(1, l.find('.') - 1) + l.substr(l.find('.') + 1, 9), text_times[k]) << l;
   }
-  const int main_slices = kIters * 4, worker_slices = kWorkerIters * 2 + 1, sched_slices = kIters + 1;
+  const int main_slices = kIters * 4, worker_slices = kWorkerIters * 2 + 1,
+            sched_slices = kIters + 1;
   EXPECT_EQ(types["TYPE_SLICE_BEGIN"], main_slices + worker_slices + sched_slices);
   EXPECT_EQ(types["TYPE_SLICE_END"], main_slices + worker_slices + sched_slices);
   // mark: kIters + worker + main's last; ex:text: kIters; thread_start, thread_exit.
   EXPECT_EQ(types["TYPE_INSTANT"], kIters + 2 + kIters + 2);
   EXPECT_EQ(types["TYPE_COUNTER"], kIters);
-  EXPECT_NE(res.err.find("2 slice ends without a begin were dropped"), std::string::npos) << res.err;
+  EXPECT_NE(res.err.find("2 slice ends without a begin were dropped"), std::string::npos)
+      << res.err;
 }
 
 TEST_F(ExportTest, ChromeJsonParsesAndNests) {
@@ -404,11 +423,14 @@ TEST_F(ExportTest, ChromeJsonParsesAndNests) {
   const std::string out = r.parent + "/trace.json";
   const CommandResult res = Export("chrome", out);
   ASSERT_EQ(res.exit_code, 0) << res.err;
-  const std::string script = std::string(std::getenv("HUSH_SOURCE_DIR")) + "/tests/export/check_chrome_json.py";
+  const std::string script =
+      std::string(std::getenv("HUSH_SOURCE_DIR")) + "/tests/export/check_chrome_json.py";
   const CommandResult chk = RunCommand({"/usr/bin/env", "python3", script, out});
   ASSERT_EQ(chk.exit_code, 0) << chk.err;
   const std::vector<std::string> lines = reader::test::SplitLines(chk.out);
-  auto has = [&](const std::string& l) { return std::find(lines.begin(), lines.end(), l) != lines.end(); };
+  auto has = [&](const std::string& l) {
+    return std::find(lines.begin(), lines.end(), l) != lines.end();
+  };
   auto with_prefix = [&](const std::string& prefix) {
     std::vector<std::string> v;
     for (const std::string& l : lines) {
@@ -417,11 +439,13 @@ TEST_F(ExportTest, ChromeJsonParsesAndNests) {
     return v;
   };
   const std::string pid = std::to_string(r.pid), sched_pid = std::to_string(r.pid | 0x40000000);
-  const std::string main_t = pid + " " + std::to_string(r.main_tid), worker_t = pid + " " + std::to_string(r.worker_tid);
+  const std::string main_t = pid + " " + std::to_string(r.main_tid),
+                    worker_t = pid + " " + std::to_string(r.worker_tid);
   EXPECT_TRUE(has("thread " + main_t + " " + kMainName)) << chk.out;
   EXPECT_TRUE(has("thread " + worker_t + " exp-worker")) << chk.out;
   EXPECT_TRUE(has("thread " + pid + " " + std::to_string(kGhost) + " ghost")) << chk.out;
-  EXPECT_TRUE(has("thread " + sched_pid + " " + std::to_string(kGhost) + " ghost running")) << chk.out;
+  EXPECT_TRUE(has("thread " + sched_pid + " " + std::to_string(kGhost) + " ghost running"))
+      << chk.out;
 
   std::string want_main;
   for (int k = 0; k < kIters; ++k) {
@@ -432,14 +456,16 @@ TEST_F(ExportTest, ChromeJsonParsesAndNests) {
   EXPECT_TRUE(has("slices " + main_t + " " + want_main)) << chk.out;
   std::string want_sched;
   for (int k = 0; k < kIters; ++k) want_sched += std::string(k ? "," : "") + "running";
-  EXPECT_TRUE(has("slices " + sched_pid + " " + std::to_string(r.main_tid) + " " + want_sched)) << chk.out;
+  EXPECT_TRUE(has("slices " + sched_pid + " " + std::to_string(r.main_tid) + " " + want_sched))
+      << chk.out;
 
   std::string want_counter;
   for (int k = 0; k < kIters; ++k) {
     std::ostringstream v;
     v << k * 1.5;
     std::string s = v.str();
-    if (s.find('.') == std::string::npos) s = std::to_string(k * 3 / 2);  // python prints ints as ints
+    if (s.find('.') == std::string::npos)
+      s = std::to_string(k * 3 / 2);  // python prints ints as ints
     want_counter += std::string(k ? "," : "") + s;
   }
   EXPECT_TRUE(has("counter " + pid + " ex:depth " + want_counter)) << chk.out;
@@ -466,13 +492,16 @@ TEST_F(ExportTest, ChromeJsonParsesAndNests) {
 
 TEST_F(ExportTest, BadArgumentsAndMissingTrace) {
   EXPECT_EQ(RunCommand({bin_, "export", Recorded().dir, "-o", "/dev/null"}).exit_code, 2);
-  EXPECT_EQ(RunCommand({bin_, "export", Recorded().dir, "--format", "svg", "-o", "/dev/null"}).exit_code, 2);
+  EXPECT_EQ(
+      RunCommand({bin_, "export", Recorded().dir, "--format", "svg", "-o", "/dev/null"}).exit_code,
+      2);
   EXPECT_EQ(RunCommand({bin_, "export", Recorded().dir, "--format", "chrome"}).exit_code, 2);
-  const CommandResult missing = RunCommand({bin_, "export", "/nonexistent/trace", "--format", "chrome", "-o", "/dev/null"});
+  const CommandResult missing =
+      RunCommand({bin_, "export", "/nonexistent/trace", "--format", "chrome", "-o", "/dev/null"});
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.err.find("/nonexistent/trace"), std::string::npos) << missing.err;
-  const CommandResult unwritable =
-      RunCommand({bin_, "export", Recorded().dir, "--format", "perfetto", "-o", "/nonexistent/dir/out"});
+  const CommandResult unwritable = RunCommand(
+      {bin_, "export", Recorded().dir, "--format", "perfetto", "-o", "/nonexistent/dir/out"});
   EXPECT_EQ(unwritable.exit_code, 1);
   EXPECT_NE(unwritable.err.find("cannot create"), std::string::npos) << unwritable.err;
 }
@@ -491,9 +520,9 @@ TEST(EpochNsConverterTest, MatchesTheReaderOnEveryEventAndOnJumps) {
     ++n;
   }
   EXPECT_GT(n, 100);
-  for (const std::uint64_t c : {std::uint64_t{1000}, std::uint64_t{5}, std::uint64_t{1} << 40,
-                                (std::uint64_t{1} << 40) + 1, (std::uint64_t{1} << 40) + 2596000001,
-                                std::uint64_t{0}, std::uint64_t{7}}) {
+  for (const std::uint64_t c :
+       {std::uint64_t{1000}, std::uint64_t{5}, std::uint64_t{1} << 40, (std::uint64_t{1} << 40) + 1,
+        (std::uint64_t{1} << 40) + 2596000001, std::uint64_t{0}, std::uint64_t{7}}) {
     EXPECT_EQ(clock.Convert(c), trace->ToEpochNs(c)) << c;
   }
 }

@@ -5,6 +5,8 @@
 //   * babeltrace2 must print as many events as `hushtrace dump`, with the same names, times
 //     (within babeltrace2's 2 ns rounding, docs/reader.md) and field values.
 #include <gtest/gtest.h>
+#include <hushtrace/hushtrace.h>
+#include <hushtrace/session.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -17,16 +19,13 @@
 #include <thread>
 #include <vector>
 
-#include <hushtrace/hushtrace.h>
-#include <hushtrace/session.h>
-
 #include "reader/reader_test_util.h"
 
 enum class Shade : std::int16_t { kDark = -2, kLight = 7 };
 
-HUSH_TRACEPOINT(gold, ints, (std::uint32_t, seq), (std::int8_t, i8), (std::int16_t, i16), (std::int32_t, i32),
-                (std::int64_t, i64), (std::uint8_t, u8), (std::uint16_t, u16), (std::uint32_t, u32),
-                (std::uint64_t, u64))
+HUSH_TRACEPOINT(gold, ints, (std::uint32_t, seq), (std::int8_t, i8), (std::int16_t, i16),
+                (std::int32_t, i32), (std::int64_t, i64), (std::uint8_t, u8), (std::uint16_t, u16),
+                (std::uint32_t, u32), (std::uint64_t, u64))
 HUSH_TRACEPOINT(gold, misc, (bool, flag), (Shade, shade), (float, f32), (double, f64))
 HUSH_TRACEPOINT(gold, text, (const char*, s), (std::string_view, v))
 HUSH_TRACEPOINT(gold, blob, (std::span<const std::byte>, data))
@@ -39,11 +38,12 @@ struct Golden {
 };
 
 void EmitFixedEvents(std::uint32_t base) {
-  HUSH_TRACE(gold, ints, base, std::int8_t{-128}, std::int16_t{32767}, std::int32_t{-2147483647 - 1},
-             std::int64_t{INT64_MIN}, std::uint8_t{255}, std::uint16_t{65535}, std::uint32_t{4294967295u},
-             std::uint64_t{UINT64_MAX});
-  HUSH_TRACE(gold, ints, base + 1, std::int8_t{0}, std::int16_t{-1}, std::int32_t{123456}, std::int64_t{-42},
-             std::uint8_t{0}, std::uint16_t{1}, std::uint32_t{0}, std::uint64_t{1} << 40);
+  HUSH_TRACE(gold, ints, base, std::int8_t{-128}, std::int16_t{32767},
+             std::int32_t{-2147483647 - 1}, std::int64_t{INT64_MIN}, std::uint8_t{255},
+             std::uint16_t{65535}, std::uint32_t{4294967295u}, std::uint64_t{UINT64_MAX});
+  HUSH_TRACE(gold, ints, base + 1, std::int8_t{0}, std::int16_t{-1}, std::int32_t{123456},
+             std::int64_t{-42}, std::uint8_t{0}, std::uint16_t{1}, std::uint32_t{0},
+             std::uint64_t{1} << 40);
 }
 
 const Golden& GoldenRecording() {
@@ -91,7 +91,8 @@ std::string Normalize(const std::string& dump) {
   for (const std::string& line : SplitLines(dump)) {
     const std::size_t close = line.find("] tid ");
     const std::size_t space = line.find(' ', close + 6);
-    if (line.empty() || line[0] != '[' || close == std::string::npos || space == std::string::npos) {
+    if (line.empty() || line[0] != '[' || close == std::string::npos ||
+        space == std::string::npos) {
       out += "MALFORMED: " + line + "\n";
       continue;
     }
@@ -130,8 +131,10 @@ std::map<std::string, std::string> BtFields(const std::string& payload) {
     for (; j < payload.size(); ++j) {
       const char c = payload[j];
       if (quoted) {
-        if (c == '\\') ++j;
-        else if (c == '"') quoted = false;
+        if (c == '\\')
+          ++j;
+        else if (c == '"')
+          quoted = false;
       } else if (c == '"') {
         quoted = true;
       } else if (c == '(' || c == '[') {
@@ -188,12 +191,15 @@ TEST_F(GoldenTest, DumpMatchesGoldenFile) {
   ASSERT_EQ(res.exit_code, 0) << res.err;
   EXPECT_EQ(res.err, "");
   const std::string got = Normalize(res.out);
-  const std::string path = std::string(std::getenv("HUSH_SOURCE_DIR")) + "/tests/export/golden/dump.txt";
-  if (const char* update = std::getenv("HUSH_UPDATE_GOLDEN"); update != nullptr && std::string(update) == "1") {
+  const std::string path =
+      std::string(std::getenv("HUSH_SOURCE_DIR")) + "/tests/export/golden/dump.txt";
+  if (const char* update = std::getenv("HUSH_UPDATE_GOLDEN");
+      update != nullptr && std::string(update) == "1") {
     WriteFile(path, got);
     GTEST_SKIP() << "rewrote " << path;
   }
-  EXPECT_EQ(got, ReadFile(path)) << "(HUSH_UPDATE_GOLDEN=1 rewrites " << path << " after a deliberate change)";
+  EXPECT_EQ(got, ReadFile(path)) << "(HUSH_UPDATE_GOLDEN=1 rewrites " << path
+                                 << " after a deliberate change)";
 }
 
 TEST_F(GoldenTest, BabeltraceAgreesWithDump) {
@@ -208,14 +214,17 @@ TEST_F(GoldenTest, BabeltraceAgreesWithDump) {
   ASSERT_GE(d.size(), 15u);
   int compared = 0;
   for (std::size_t i = 0; i < d.size(); ++i) {
-    // dump: "[SEC.NSEC] tid T NAME fields"; babeltrace2: "[SEC.NSEC] (+delta) HOST:PROC:(PID) NAME: { ctx }, { payload }"
+    // dump: "[SEC.NSEC] tid T NAME fields"; babeltrace2: "[SEC.NSEC] (+delta) HOST:PROC:(PID) NAME:
+    // { ctx }, { payload }"
     const auto ns = [](const std::string& l) {
-      return std::stoll(l.substr(1, l.find('.') - 1)) * 1000000000 + std::stoll(l.substr(l.find('.') + 1, 9));
+      return std::stoll(l.substr(1, l.find('.') - 1)) * 1000000000 +
+             std::stoll(l.substr(l.find('.') + 1, 9));
     };
     EXPECT_LE(std::llabs(ns(d[i]) - ns(b[i])), 2) << d[i] << "\n" << b[i];
     const std::size_t name_at = d[i].find(' ', d[i].find("] tid ") + 6) + 1;
     const std::size_t name_end = d[i].find(' ', name_at);
-    const std::string name = d[i].substr(name_at, name_end == std::string::npos ? std::string::npos : name_end - name_at);
+    const std::string name = d[i].substr(
+        name_at, name_end == std::string::npos ? std::string::npos : name_end - name_at);
     ASSERT_NE(b[i].find(" " + name + ": { "), std::string::npos) << d[i] << "\n" << b[i];
     const std::size_t vtid = b[i].find("vtid = ");
     ASSERT_NE(vtid, std::string::npos);
@@ -232,7 +241,8 @@ TEST_F(GoldenTest, BabeltraceAgreesWithDump) {
       const std::string& other = bf.at(field);
       if (value.front() == '<') {  // bytes: babeltrace2 prints "[ [0] = 0, [1] = 1, ... ]"
         std::string hex = "<";
-        for (std::size_t at = other.find("] = "); at != std::string::npos; at = other.find("] = ", at + 1)) {
+        for (std::size_t at = other.find("] = "); at != std::string::npos;
+             at = other.find("] = ", at + 1)) {
           char buf[4];
           std::snprintf(buf, sizeof buf, "%02x", std::stoi(other.substr(at + 4)));
           hex += buf;
@@ -251,7 +261,8 @@ TEST_F(GoldenTest, BabeltraceAgreesWithDump) {
       }
       ++compared;
     }
-    EXPECT_EQ(bf.size(), df.size() + (name == "gold:blob" ? 1u : 0u)) << b[i];  // + the hidden length
+    EXPECT_EQ(bf.size(), df.size() + (name == "gold:blob" ? 1u : 0u))
+        << b[i];  // + the hidden length
   }
   EXPECT_GE(compared, 40);
 }

@@ -62,12 +62,15 @@ TEST_F(HistCliTest, SpanDurationsUniform1To1000) {
     EXPECT_NEAR(got, want[i], want[i] / 128) << keys[i] << "\n" << res.out;
   }
   // log2 rows: [1,2) holds 1 sample, [256,512) 256, [512,1024) 489 (the longest bar).
-  EXPECT_NE(res.out.find("[1 ns, 2 ns)                         1 #\n"), std::string::npos) << res.out;
-  EXPECT_NE(res.out.find("[256 ns, 512 ns)                   256 "), std::string::npos) << res.out;
-  EXPECT_NE(res.out.find("[512 ns, 1.024 us)                 489 " + std::string(50, '#') + "\n"), std::string::npos)
+  EXPECT_NE(res.out.find("[1 ns, 2 ns)                         1 #\n"), std::string::npos)
       << res.out;
-  EXPECT_NE(res.out.find("(1 span ends without a begin, 1 spans still open at the end: not counted)"),
+  EXPECT_NE(res.out.find("[256 ns, 512 ns)                   256 "), std::string::npos) << res.out;
+  EXPECT_NE(res.out.find("[512 ns, 1.024 us)                 489 " + std::string(50, '#') + "\n"),
             std::string::npos)
+      << res.out;
+  EXPECT_NE(
+      res.out.find("(1 span ends without a begin, 1 spans still open at the end: not counted)"),
+      std::string::npos)
       << res.out;
 }
 
@@ -107,9 +110,11 @@ TEST(ProgressTest, OnATerminalOnly) {
   if (bin.empty()) GTEST_SKIP() << "HUSH_BINARY_DIR is not set (run through ctest)";
   PacketBuilder p(0, 4242, "main");
   for (std::uint64_t i = 0; i < 140000; ++i) p.Compact(1, i * 10);
-  const TempTrace t(SynthMetadata("event { name = \"s:tick\"; id = 1; stream_id = 0; model.emf.uri = \"instant\";\n"
-                                  "  fields := struct { }; };\n"),
-                    {p.Build()});
+  const TempTrace t(
+      SynthMetadata(
+          "event { name = \"s:tick\"; id = 1; stream_id = 0; model.emf.uri = \"instant\";\n"
+          "  fields := struct { }; };\n"),
+      {p.Build()});
   const std::string out = t.dir() + "/out.json";
   const std::string cmd = "HUSHTRACE_PROGRESS_INTERVAL_MS=0 '" + bin + "' export '" + t.dir() +
                           "' --format chrome -o '" + out + "'";
@@ -122,13 +127,15 @@ TEST(ProgressTest, OnATerminalOnly) {
   ASSERT_EQ(pipe.exit_code, 0) << pipe.err;
   EXPECT_EQ(pipe.err, "");
   // dump with its output on the terminal stays quiet; with stdout redirected it shows progress.
-  const CommandResult dump_tty =
-      RunCommand({"/usr/bin/script", "-qfec", "HUSHTRACE_PROGRESS_INTERVAL_MS=0 '" + bin + "' dump '" + t.dir() + "'",
-                  "/dev/null"});
-  EXPECT_EQ(dump_tty.out.find("hushtrace dump:"), std::string::npos);
-  const CommandResult dump_file = RunCommand(
+  const CommandResult dump_tty = RunCommand(
       {"/usr/bin/script", "-qfec",
-       "HUSHTRACE_PROGRESS_INTERVAL_MS=0 '" + bin + "' dump '" + t.dir() + "' > '" + t.dir() + "/dump.txt'", "/dev/null"});
+       "HUSHTRACE_PROGRESS_INTERVAL_MS=0 '" + bin + "' dump '" + t.dir() + "'", "/dev/null"});
+  EXPECT_EQ(dump_tty.out.find("hushtrace dump:"), std::string::npos);
+  const CommandResult dump_file =
+      RunCommand({"/usr/bin/script", "-qfec",
+                  "HUSHTRACE_PROGRESS_INTERVAL_MS=0 '" + bin + "' dump '" + t.dir() + "' > '" +
+                      t.dir() + "/dump.txt'",
+                  "/dev/null"});
   EXPECT_NE(dump_file.out.find("hushtrace dump:"), std::string::npos) << dump_file.out;
 }
 

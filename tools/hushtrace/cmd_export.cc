@@ -92,7 +92,8 @@ int RunExport(int argc, char** argv) {
   const bool to_stdout = output == "-";
   std::FILE* file = to_stdout ? stdout : std::fopen(output.c_str(), "wb");
   if (file == nullptr) {
-    std::fprintf(stderr, "hushtrace export: cannot create %s: %s\n", output.c_str(), std::strerror(errno));
+    std::fprintf(stderr, "hushtrace export: cannot create %s: %s\n", output.c_str(),
+                 std::strerror(errno));
     return 1;
   }
   std::unique_ptr<exporter::TimelineSink> sink;
@@ -112,22 +113,29 @@ int RunExport(int argc, char** argv) {
   }
   progress.Done();
   bool write_ok = builder.Finish();
-  if (!to_stdout) write_ok = std::fclose(file) == 0 && write_ok;
-  else write_ok = std::fflush(stdout) == 0 && write_ok;
-  for (const std::string& w : trace->warnings()) std::fprintf(stderr, "hushtrace export: warning: %s\n", w.c_str());
+  if (!to_stdout)
+    write_ok = std::fclose(file) == 0 && write_ok;
+  else
+    write_ok = std::fflush(stdout) == 0 && write_ok;
+  for (const std::string& w : trace->warnings())
+    std::fprintf(stderr, "hushtrace export: warning: %s\n", w.c_str());
   const exporter::TimelineStats& st = builder.stats();
   if (st.unmatched_ends != 0 || st.closed_at_end != 0) {
     std::fprintf(stderr,
-                 "hushtrace export: note: %llu slice ends without a begin were dropped, %llu slices still open "
+                 "hushtrace export: note: %llu slice ends without a begin were dropped, %llu "
+                 "slices still open "
                  "were closed at the last event\n",
-                 static_cast<unsigned long long>(st.unmatched_ends), static_cast<unsigned long long>(st.closed_at_end));
+                 static_cast<unsigned long long>(st.unmatched_ends),
+                 static_cast<unsigned long long>(st.closed_at_end));
   }
   if (!it.error().empty()) {
-    std::fprintf(stderr, "hushtrace export: %s (the events before it were exported)\n", it.error().c_str());
+    std::fprintf(stderr, "hushtrace export: %s (the events before it were exported)\n",
+                 it.error().c_str());
     return 1;
   }
   if (!write_ok) {
-    std::fprintf(stderr, "hushtrace export: writing %s failed: %s\n", output.c_str(), std::strerror(errno));
+    std::fprintf(stderr, "hushtrace export: writing %s failed: %s\n", output.c_str(),
+                 std::strerror(errno));
     return 1;
   }
   return 0;

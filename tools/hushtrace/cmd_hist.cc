@@ -100,7 +100,8 @@ int RunHist(int argc, char** argv) {
     }
   }
   if (dir.empty()) return BadArgs("missing the trace directory DIR");
-  if (span.empty() == event.empty()) return BadArgs("give either --span NAME or --event NAME --field F");
+  if (span.empty() == event.empty())
+    return BadArgs("give either --span NAME or --event NAME --field F");
   if (!event.empty() && field.empty()) return BadArgs("--event needs --field F");
   if (!span.empty() && !field.empty()) return BadArgs("--field goes with --event, not --span");
 
@@ -119,7 +120,8 @@ int RunHist(int argc, char** argv) {
   int field_index = -1;
   if (!span.empty()) {
     field_index = cls->FieldIndex("phase");
-    if (cls->kind != reader::EventKind::kSpan || field_index < 0) return BadArgs("'" + span + "' is not a span");
+    if (cls->kind != reader::EventKind::kSpan || field_index < 0)
+      return BadArgs("'" + span + "' is not a span");
   } else {
     field_index = cls->FieldIndex(field);
     if (field_index < 0) return BadArgs("event '" + event + "' has no field '" + field + "'");
@@ -142,7 +144,8 @@ int RunHist(int argc, char** argv) {
     if (&e.event_class() != cls) continue;
     const reader::FieldValue v = e.field(fi);
     if (span.empty()) {
-      h.Add(v.type() == reader::FieldType::kUnsigned ? static_cast<double>(v.AsUint64()) : v.AsDouble());
+      h.Add(v.type() == reader::FieldType::kUnsigned ? static_cast<double>(v.AsUint64())
+                                                     : v.AsDouble());
       continue;
     }
     std::vector<std::uint64_t>& stack = open[e.tid()];
@@ -153,7 +156,8 @@ int RunHist(int argc, char** argv) {
     } else {
       const std::uint64_t begin = stack.back();
       stack.pop_back();
-      h.Add(static_cast<double>(trace->CyclesToNs(static_cast<std::int64_t>(e.timestamp() - begin))));
+      h.Add(
+          static_cast<double>(trace->CyclesToNs(static_cast<std::int64_t>(e.timestamp() - begin))));
     }
   }
   progress.Done();
@@ -162,10 +166,11 @@ int RunHist(int argc, char** argv) {
 
   const bool ns = !span.empty();
   std::printf("hushtrace hist: %s %s, %llu samples\n", wanted.c_str(),
-              ns ? "span durations" : ("field " + field).c_str(), static_cast<unsigned long long>(h.count()));
+              ns ? "span durations" : ("field " + field).c_str(),
+              static_cast<unsigned long long>(h.count()));
   if (h.count() != 0) {
-    std::printf("  min %s  avg %s  max %s\n", Value(h.min(), ns).c_str(), Value(h.mean(), ns).c_str(),
-                Value(h.max(), ns).c_str());
+    std::printf("  min %s  avg %s  max %s\n", Value(h.min(), ns).c_str(),
+                Value(h.mean(), ns).c_str(), Value(h.max(), ns).c_str());
     std::printf("  p50 %s  p90 %s  p99 %s  p99.9 %s\n", Value(h.Percentile(50), ns).c_str(),
                 Value(h.Percentile(90), ns).c_str(), Value(h.Percentile(99), ns).c_str(),
                 Value(h.Percentile(99.9), ns).c_str());
@@ -177,17 +182,20 @@ int RunHist(int argc, char** argv) {
       const std::string range = r.lower == 0 && r.upper == 0
                                     ? std::string("0")
                                     : "[" + Value(r.lower, ns) + ", " + Value(r.upper, ns) + ")";
-      const auto bar = static_cast<int>(std::ceil(static_cast<double>(r.count) * width / static_cast<double>(peak)));
+      const auto bar = static_cast<int>(
+          std::ceil(static_cast<double>(r.count) * width / static_cast<double>(peak)));
       std::printf("  %-25s %12llu %s\n", range.c_str(), static_cast<unsigned long long>(r.count),
                   std::string(static_cast<std::size_t>(bar), '#').c_str());
     }
   }
   if (unmatched != 0 || unclosed != 0) {
-    std::printf("  (%llu span ends without a begin, %llu spans still open at the end: not counted)\n",
-                static_cast<unsigned long long>(unmatched), static_cast<unsigned long long>(unclosed));
+    std::printf(
+        "  (%llu span ends without a begin, %llu spans still open at the end: not counted)\n",
+        static_cast<unsigned long long>(unmatched), static_cast<unsigned long long>(unclosed));
   }
   std::fflush(stdout);
-  for (const std::string& w : trace->warnings()) std::fprintf(stderr, "hushtrace hist: warning: %s\n", w.c_str());
+  for (const std::string& w : trace->warnings())
+    std::fprintf(stderr, "hushtrace hist: warning: %s\n", w.c_str());
   if (!it.error().empty()) {
     std::fprintf(stderr, "hushtrace hist: %s\n", it.error().c_str());
     return 1;

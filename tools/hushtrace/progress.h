@@ -29,7 +29,8 @@ class Progress {
  public:
   // `stdout_is_output`: the command streams its result to stdout (dump), so a terminal there
   // would mix the progress line into the output: stay quiet then.
-  Progress(const reader::Trace& trace, const char* what, bool stdout_is_output = false) : what_(what) {
+  Progress(const reader::Trace& trace, const char* what, bool stdout_is_output = false)
+      : what_(what) {
     enabled_ = ::isatty(STDERR_FILENO) == 1 && std::getenv("HUSHTRACE_NO_PROGRESS") == nullptr &&
                !(stdout_is_output && ::isatty(STDOUT_FILENO) == 1);
     bool any = false;
@@ -39,7 +40,8 @@ class Progress {
       end_ = any ? std::max(end_, s.timestamp_end) : s.timestamp_end;
       any = true;
     }
-    if (const char* ms = std::getenv("HUSHTRACE_PROGRESS_INTERVAL_MS"); ms != nullptr && *ms != '\0') {
+    if (const char* ms = std::getenv("HUSHTRACE_PROGRESS_INTERVAL_MS");
+        ms != nullptr && *ms != '\0') {
       interval_ = std::chrono::milliseconds(std::strtol(ms, nullptr, 10));
     }
     start_ = last_ = std::chrono::steady_clock::now();
@@ -49,16 +51,19 @@ class Progress {
   ~Progress() { Done(); }
 
   void Tick(std::uint64_t timestamp) {
-    if (++events_ & 0xffff || !enabled_) [[likely]] return;
+    if (++events_ & 0xffff || !enabled_) [[likely]]
+      return;
     const auto now = std::chrono::steady_clock::now();
     if (now - last_ < interval_) return;
     last_ = now;
     const double frac = end_ > begin_ && timestamp > begin_
-                            ? std::min(1.0, static_cast<double>(timestamp - begin_) / static_cast<double>(end_ - begin_))
+                            ? std::min(1.0, static_cast<double>(timestamp - begin_) /
+                                                static_cast<double>(end_ - begin_))
                             : 0.0;
     const double secs = std::chrono::duration<double>(now - start_).count();
-    std::fprintf(stderr, "\r\033[Khushtrace %s: %5.1f%%  %llu events  %.1f M events/s", what_, frac * 100,
-                 static_cast<unsigned long long>(events_), secs > 0 ? static_cast<double>(events_) / secs / 1e6 : 0.0);
+    std::fprintf(stderr, "\r\033[Khushtrace %s: %5.1f%%  %llu events  %.1f M events/s", what_,
+                 frac * 100, static_cast<unsigned long long>(events_),
+                 secs > 0 ? static_cast<double>(events_) / secs / 1e6 : 0.0);
     drawn_ = true;
   }
   void Done() {
