@@ -9,7 +9,8 @@
 # Knobs (environment): HUSH_BENCH_ROUNDS (Google Benchmark rounds per tracer, default 3),
 # HUSH_BENCH_REPETITIONS (repetitions per round, default 3), HUSH_BENCH_MIN_TIME (seconds per
 # repetition, default 0.1), HUSH_BENCH_STARTUP_RUNS (default 400),
-# HUSHBENCH_TMP (scratch directory for traces, default /dev/shm).
+# HUSHBENCH_TMP (scratch directory for traces, default /dev/shm), HUSH_BENCH_EXPORT=0 (skip the
+# reader/export benchmark, bench/export_bench.sh, which runs last and writes its own results).
 #
 # LTTng: a root lttng-sessiond is started if none runs (and stopped again at the end); every
 # LTTng figure comes from a real session (lttng create/enable-event/start) and the script fails
@@ -278,3 +279,9 @@ python3 "$ROOT/bench/report.py" build \
   --min-time "$MIN_TIME" --rounds "$ROUNDS" --repetitions "$REPETITIONS" \
   --load-start "$LOAD_START" --load-end "$(cut -d' ' -f1-3 /proc/loadavg)"
 echo "run_all.sh: done in $((END_TIME - START_TIME)) s; results in bench/results/latest.json, tables in docs/benchmarks.md" >&2
+
+# --- 6. Reading and exporting traces: bench/export_bench.sh (own results file) --------------
+if [ "${HUSH_BENCH_EXPORT:-1}" = 1 ]; then
+  log "reader and export throughput vs babeltrace2 (bench/export_bench.sh; HUSH_BENCH_EXPORT=0 skips)"
+  HUSH_BENCH_BUILD_DIR=$BUILD_DIR "$ROOT/bench/export_bench.sh" || die "bench/export_bench.sh failed"
+fi

@@ -16,7 +16,9 @@
 #include <vector>
 
 #include "commands.h"
+#include "export/timeline.h"
 #include "hushtrace/reader.h"
+#include "progress.h"
 
 namespace hush::cli {
 namespace {
@@ -239,11 +241,14 @@ int RunDump(int argc, char** argv) {
 
   Output out;
   reader::EventIterator it(*trace);
+  Progress progress(*trace, "dump", /*stdout_is_output=*/true);
+  exporter::EpochNsConverter clock(*trace);  // Trace::ToEpochNs() without a 128-bit division
   bool first = true, write_ok = true;
   std::int64_t origin = 0;
   while (write_ok && it.Next()) {
     const reader::Event& e = it.event();
-    const std::int64_t ns = trace->ToEpochNs(e.timestamp());
+    progress.Tick(e.timestamp());
+    const std::int64_t ns = clock.Convert(e.timestamp());
     if (first) {
       origin = ns;
       first = false;
@@ -273,6 +278,7 @@ int RunDump(int argc, char** argv) {
     out.Put('\n');
     write_ok = out.MaybeFlush();
   }
+  progress.Done();
   write_ok = out.Flush() && write_ok;
   for (const std::string& w : trace->warnings()) std::fprintf(stderr, "hushtrace dump: warning: %s\n", w.c_str());
   if (!it.error().empty()) {

@@ -13,6 +13,7 @@
 
 #include "commands.h"
 #include "hushtrace/reader.h"
+#include "progress.h"
 
 namespace hush::cli {
 namespace {
@@ -148,8 +149,10 @@ int RunReport(int argc, char** argv) {
   std::unordered_map<std::uint32_t, ThreadStats> threads;
   std::uint64_t total = 0, first_ts = 0, last_ts = 0, unmatched = 0;
   reader::EventIterator it(*trace);
+  Progress progress(*trace, "report");
   while (it.Next()) {
     const reader::Event& e = it.event();
+    progress.Tick(e.timestamp());
     const std::size_t ci = e.event_class().index;
     if (total++ == 0) first_ts = e.timestamp();
     last_ts = std::max(last_ts, e.timestamp());
@@ -177,6 +180,7 @@ int RunReport(int argc, char** argv) {
       c.max_value = std::max(c.max_value, v);
     }
   }
+  progress.Done();
   std::uint64_t unclosed = 0;
   for (auto& [tid, t] : threads) unclosed += t.stack.size();
 

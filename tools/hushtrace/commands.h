@@ -12,6 +12,8 @@ int RunList(int argc, char** argv);    // cmd_list.cc
 int RunReport(int argc, char** argv);  // cmd_report.cc
 int RunDump(int argc, char** argv);    // cmd_dump.cc
 int RunRecover(int argc, char** argv); // cmd_recover.cc
+int RunExport(int argc, char** argv);  // cmd_export.cc
+int RunHist(int argc, char** argv);    // cmd_hist.cc
 
 }  // namespace hush::cli
 

@@ -18,6 +18,8 @@ constexpr Command kCommands[] = {
     {"report", hush::cli::RunReport, "summarize a trace: events, threads, spans, losses"},
     {"dump", hush::cli::RunDump, "print a trace's events in time order"},
     {"recover", hush::cli::RunRecover, "make a trace whose writer died readable again"},
+    {"export", hush::cli::RunExport, "convert a trace for Perfetto or Chrome (timeline viewers)"},
+    {"hist", hush::cli::RunHist, "histogram of span durations or of a numeric field"},
 };
 
 void Usage(FILE* out) {

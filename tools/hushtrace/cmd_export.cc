@@ -1,0 +1,144 @@
+// hushtrace export: a trace as Perfetto protobuf or Chrome Trace Event JSON (docs/cli.md).
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "commands.h"
+#include "export/chrome_json_writer.h"
+#include "export/perfetto_writer.h"
+#include "export/symbol_resolver.h"
+#include "export/timeline.h"
+#include "hushtrace/reader.h"
+#include "progress.h"
+
+namespace hush::cli {
+namespace {
+
+constexpr const char kUsage[] =
+    "usage: hushtrace export DIR --format perfetto|chrome -o FILE\n"
+    "\n"
+    "Converts the trace in DIR for a timeline viewer, streaming (memory does not grow with the\n"
+    "trace):\n"
+    "  perfetto  Perfetto protobuf trace: open FILE in https://ui.perfetto.dev (Open trace file)\n"
+    "  chrome    Chrome Trace Event JSON: Perfetto UI, chrome://tracing, speedscope...\n"
+    "Spans and function calls become slices on their thread, instants and other events instants\n"
+    "(fields as arguments), counters counter tracks, scheduler events \"running\" slices.\n"
+    "\n"
+    "options:\n"
+    "  -f, --format FMT  perfetto or chrome\n"
+    "  -o, --output FILE the file to write ('-': standard output)\n"
+    "  -h, --help        this help\n"
+    "\n"
+    "exit status: 0 ok, 1 unreadable or damaged trace or write error, 2 bad arguments\n";
+
+int BadArgs(const std::string& message) {
+  std::fprintf(stderr, "hushtrace export: %s\n(try 'hushtrace export --help')\n", message.c_str());
+  return 2;
+}
+
+}  // namespace
+
+int RunExport(int argc, char** argv) {
+  std::string dir, format, output;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    std::string value;
+    bool has_value = false;
+    if (arg.rfind("--", 0) == 0 && arg.find('=') != std::string::npos) {
+      value = arg.substr(arg.find('=') + 1);
+      arg = arg.substr(0, arg.find('='));
+      has_value = true;
+    }
+    auto take = [&](std::string* out) {
+      if (has_value) {
+        *out = value;
+      } else if (i + 1 < argc) {
+        *out = argv[++i];
+      } else {
+        return false;
+      }
+      return !out->empty();
+    };
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (arg == "-f" || arg == "--format") {
+      if (!take(&format)) return BadArgs(arg + " needs perfetto or chrome");
+      if (format != "perfetto" && format != "chrome") {
+        return BadArgs("unknown format '" + format + "' (perfetto or chrome)");
+      }
+    } else if (arg == "-o" || arg == "--output") {
+      if (!take(&output)) return BadArgs(arg + " needs a FILE");
+    } else if (arg.size() > 1 && arg[0] == '-') {
+      return BadArgs("unknown option '" + std::string(argv[i]) + "'");
+    } else if (dir.empty()) {
+      dir = arg;
+    } else {
+      return BadArgs("unexpected argument '" + arg + "' (one trace directory only)");
+    }
+  }
+  if (dir.empty()) return BadArgs("missing the trace directory DIR");
+  if (format.empty()) return BadArgs("missing --format perfetto|chrome");
+  if (output.empty()) return BadArgs("missing -o FILE");
+
+  std::string error;
+  std::unique_ptr<reader::Trace> trace = reader::Trace::Open(dir, &error);
+  if (!trace) {
+    std::fprintf(stderr, "hushtrace export: %s\n", error.c_str());
+    return 1;
+  }
+  const bool to_stdout = output == "-";
+  std::FILE* file = to_stdout ? stdout : std::fopen(output.c_str(), "wb");
+  if (file == nullptr) {
+    std::fprintf(stderr, "hushtrace export: cannot create %s: %s\n", output.c_str(),
+                 std::strerror(errno));
+    return 1;
+  }
+  std::unique_ptr<exporter::TimelineSink> sink;
+  if (format == "perfetto") {
+    sink = std::make_unique<exporter::PerfettoWriter>(file);
+  } else {
+    sink = std::make_unique<exporter::ChromeJsonWriter>(file);
+  }
+  const exporter::HexAddressResolver resolver;
+  exporter::TimelineBuilder builder(*trace, *sink, resolver);
+  builder.Start();
+  reader::EventIterator it(*trace);
+  Progress progress(*trace, "export");
+  while (it.Next()) {
+    progress.Tick(it.event().timestamp());
+    builder.Add(it.event());
+  }
+  progress.Done();
+  bool write_ok = builder.Finish();
+  if (!to_stdout)
+    write_ok = std::fclose(file) == 0 && write_ok;
+  else
+    write_ok = std::fflush(stdout) == 0 && write_ok;
+  for (const std::string& w : trace->warnings())
+    std::fprintf(stderr, "hushtrace export: warning: %s\n", w.c_str());
+  const exporter::TimelineStats& st = builder.stats();
+  if (st.unmatched_ends != 0 || st.closed_at_end != 0) {
+    std::fprintf(stderr,
+                 "hushtrace export: note: %llu slice ends without a begin were dropped, %llu "
+                 "slices still open "
+                 "were closed at the last event\n",
+                 static_cast<unsigned long long>(st.unmatched_ends),
+                 static_cast<unsigned long long>(st.closed_at_end));
+  }
+  if (!it.error().empty()) {
+    std::fprintf(stderr, "hushtrace export: %s (the events before it were exported)\n",
+                 it.error().c_str());
+    return 1;
+  }
+  if (!write_ok) {
+    std::fprintf(stderr, "hushtrace export: writing %s failed: %s\n", output.c_str(),
+                 std::strerror(errno));
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace hush::cli
