@@ -1,6 +1,6 @@
-// libFuzzer target: argument parsing of the reading subcommands of the hushtrace CLI (dump, report,
-// list, recover). Input: NUL-separated arguments; the first byte picks the subcommand. `record`
-// is left out: it runs programs. Arguments holding '/' or ".." are skipped so that no path can leave the
+// libFuzzer target: argument parsing of the subcommands of the hushtrace CLI that read or convert
+// traces (dump, report, list, recover, export, hist). Input: NUL-separated arguments; the first
+// byte picks the subcommand. `record` is left out: it runs programs. Arguments holding '/' or ".." are skipped so that no path can leave the
 // scratch directory the target runs in. Invariant: the exit status is 0, 1 or 2 (commands.h).
 #include <unistd.h>
 
@@ -26,6 +26,8 @@ constexpr Subcommand kSubcommands[] = {
     {"report", hush::cli::RunReport},
     {"list", hush::cli::RunList},
     {"recover", hush::cli::RunRecover},
+    {"export", hush::cli::RunExport},
+    {"hist", hush::cli::RunHist},
 };
 
 }  // namespace

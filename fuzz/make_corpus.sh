@@ -59,10 +59,13 @@ crash() {  # NAME MODE CRASH
   crash stream-segv stream segv-in-event
 } 2> /dev/null  # the shell's "Killed" notices
 
-# CLI arguments: first byte picks dump/report/list/recover (fuzz_cli.cc), then NUL-separated args.
+# CLI arguments: first byte picks dump/report/list/recover/export/hist (fuzz_cli.cc), then
+# NUL-separated args.
 printf '\x00t\x00-e\x00child:*\x00--since\x001ms' > "$out/cli/dump"
 printf '\x00t\x00--filter\x00seq > 3' > "$out/cli/dump-filter"
 printf '\x01t\x00--top\x005' > "$out/cli/report"
 printf '\x02--help' > "$out/cli/list"
 printf '\x03t\x00--dry-run\x00--keep-rings' > "$out/cli/recover"
+printf '\x04t\x00--format\x00chrome\x00-o\x00out.json' > "$out/cli/export"
+printf '\x05t\x00--event\x00child:seq\x00--field\x00seq' > "$out/cli/hist"
 ls "$out"/* | wc -l | xargs echo "make_corpus: seeds:"
