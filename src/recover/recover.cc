@@ -1059,6 +1059,7 @@ bool Recover(const std::string& dir, const Options& options, Report* report) {
                                  : "process " + Num(pid) + " exists and its mappings cannot be read";
     if (!options.force) {
       report->error = what + ": stop it first (or use --force if it does not write this trace)";
+      report->writer_running = true;
       return false;
     }
     report->notes.push_back(what + "; recovering anyway (--force)");

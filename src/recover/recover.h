@@ -64,6 +64,7 @@ struct Report {
   std::vector<RingReport> rings;    // ordered by N
   bool rings_removed = false;       // .ring/ was removed
   std::string error;                // fatal: nothing (more) was done
+  bool writer_running = false;      // refused: the writer process still maps the rings
 
   std::uint64_t RingsWith(RingStatus s) const;
   std::uint64_t Sum(std::uint64_t RingReport::*field) const;

@@ -403,6 +403,43 @@ TEST(Recover, RefusesWhileTheWriterRuns) {
   EXPECT_TRUE(again.exited && again.code == 0) << again.Describe();
 }
 
+TEST(Recover, ReadingCommandsRecoverADeadWritersTraceFirst) {
+  TraceDir dir("transparent");
+  MakeCrashedTrace(dir.path(), "stream", 2, 5000, "64k");
+  TraceDir copy("transparent-copy");
+  ASSERT_TRUE(rectest::CopyTree(dir.path(), copy.path()));
+  const Result explicit_recovery = rectest::Recover(copy.path());
+  ASSERT_TRUE(explicit_recovery.exited && explicit_recovery.code == 0)
+      << explicit_recovery.Describe();
+  const Result expected = rectest::Run({rectest::CliPath(), "dump", copy.path()});
+  ASSERT_TRUE(expected.exited && expected.code == 0) << expected.Describe();
+
+  const Result dump = rectest::Run({rectest::CliPath(), "dump", dir.path()});
+  ASSERT_TRUE(dump.exited && dump.code == 0) << dump.Describe();
+  EXPECT_NE(dump.err.find("its writer died; recovered"), std::string::npos) << dump.Describe();
+  EXPECT_FALSE(rectest::Exists(dir.path() + "/.ring"));
+  EXPECT_EQ(dump.out, expected.out) << "the same events as after 'hushtrace recover'";
+  const Result report = rectest::Run({rectest::CliPath(), "report", dir.path()});
+  EXPECT_TRUE(report.exited && report.code == 0) << report.Describe();
+  EXPECT_EQ(report.err.find("recovered"), std::string::npos) << "recovered once only";
+}
+
+TEST(Recover, ReadingCommandsReadALiveTraceAsItIs) {
+  VictimSpec spec;
+  spec.crash = "wait";
+  spec.events = 0;
+  spec.pace = 64;
+  TraceDir dir("live-read");
+  rectest::Child child(rectest::VictimArgv(spec), rectest::VictimEnv(spec, dir.path()));
+  ASSERT_TRUE(child.WaitFor("ready")) << child.Wait().Describe();
+  const Result dump = rectest::Run({rectest::CliPath(), "dump", dir.path()});
+  EXPECT_TRUE(dump.exited && dump.code == 0) << dump.Describe();
+  EXPECT_NE(dump.err.find("is still being written"), std::string::npos) << dump.Describe();
+  EXPECT_TRUE(rectest::Exists(dir.path() + "/.ring")) << "nothing written behind a live writer";
+  child.Kill(SIGKILL);
+  child.Wait();
+}
+
 TEST(Recover, KeepRingsMakesRecoveryRepeatable) {
   TraceDir dir("keep");
   MakeCrashedTrace(dir.path(), "flight", 2, 5000, "64k");

@@ -18,6 +18,7 @@
 #include "commands.h"
 #include "export/timeline.h"
 #include "hushtrace/reader.h"
+#include "open_trace.h"
 #include "progress.h"
 
 namespace hush::cli {
@@ -226,7 +227,7 @@ int RunDump(int argc, char** argv) {
   if (since > until) return BadArgs("--since is after --until");
 
   std::string error;
-  std::unique_ptr<reader::Trace> trace = reader::Trace::Open(dir, &error);
+  std::unique_ptr<reader::Trace> trace = OpenTraceRecovering(dir, "hushtrace dump", &error);
   if (!trace) {
     std::fprintf(stderr, "hushtrace dump: %s\n", error.c_str());
     return 1;

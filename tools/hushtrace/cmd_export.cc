@@ -11,6 +11,7 @@
 #include "export/symbol_resolver.h"
 #include "export/timeline.h"
 #include "hushtrace/reader.h"
+#include "open_trace.h"
 #include "progress.h"
 
 namespace hush::cli {
@@ -84,7 +85,7 @@ int RunExport(int argc, char** argv) {
   if (output.empty()) return BadArgs("missing -o FILE");
 
   std::string error;
-  std::unique_ptr<reader::Trace> trace = reader::Trace::Open(dir, &error);
+  std::unique_ptr<reader::Trace> trace = OpenTraceRecovering(dir, "hushtrace export", &error);
   if (!trace) {
     std::fprintf(stderr, "hushtrace export: %s\n", error.c_str());
     return 1;

@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "hist/log_histogram.h"
 #include "hushtrace/reader.h"
+#include "open_trace.h"
 #include "progress.h"
 
 namespace hush::cli {
@@ -106,7 +107,7 @@ int RunHist(int argc, char** argv) {
   if (!span.empty() && !field.empty()) return BadArgs("--field goes with --event, not --span");
 
   std::string error;
-  std::unique_ptr<reader::Trace> trace = reader::Trace::Open(dir, &error);
+  std::unique_ptr<reader::Trace> trace = OpenTraceRecovering(dir, "hushtrace hist", &error);
   if (!trace) {
     std::fprintf(stderr, "hushtrace hist: %s\n", error.c_str());
     return 1;

@@ -13,6 +13,7 @@
 
 #include "commands.h"
 #include "hushtrace/reader.h"
+#include "open_trace.h"
 #include "progress.h"
 
 namespace hush::cli {
@@ -126,7 +127,7 @@ int RunReport(int argc, char** argv) {
     return 2;
   }
   std::string error;
-  auto trace = reader::Trace::Open(dir, &error);
+  auto trace = OpenTraceRecovering(dir, "hushtrace report", &error);
   if (!trace) {
     std::fprintf(stderr, "hushtrace report: %s\n", error.c_str());
     return 1;

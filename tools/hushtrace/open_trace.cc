@@ -1,0 +1,40 @@
+#include "open_trace.h"
+
+#include <sys/stat.h>
+
+#include <cstdio>
+
+#include "recover/recover.h"
+
+namespace hush::cli {
+
+std::unique_ptr<reader::Trace> OpenTraceRecovering(const std::string& dir, const char* command,
+                                                   std::string* error) {
+  struct stat st;
+  if (::lstat((dir + "/.ring").c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    recover::Report report;
+    const bool ok = recover::Recover(dir, recover::Options{}, &report);
+    if (report.writer_running) {
+      std::fprintf(stderr, "%s: %s is still being written: reading what is on disk so far\n",
+                   command, dir.c_str());
+    } else if (!ok) {
+      std::fprintf(stderr,
+                   "%s: %s: its writer died and recovery failed (%s); reading what is on disk "
+                   "('hushtrace recover %s' says more)\n",
+                   command, dir.c_str(),
+                   !report.error.empty() ? report.error.c_str() : "a ring could not be recovered",
+                   dir.c_str());
+    } else if (!report.clean) {
+      std::fprintf(stderr,
+                   "%s: %s: its writer died; recovered %llu events from %llu of %zu ring buffers "
+                   "('hushtrace recover' explains what recovery does)\n",
+                   command, dir.c_str(),
+                   static_cast<unsigned long long>(report.Sum(&recover::RingReport::events_written)),
+                   static_cast<unsigned long long>(report.RingsWith(recover::RingStatus::kRecovered)),
+                   report.rings.size());
+    }
+  }
+  return reader::Trace::Open(dir, error);
+}
+
+}  // namespace hush::cli
