@@ -14,6 +14,8 @@ SAN_CTEST_ARGS ?= -LE slow
 FUZZ_SMOKE_SECONDS ?= 30
 FUZZ_SECONDS ?= 600
 FUZZ_CORPUS ?= fuzz/corpus
+# `make soak`: seconds of tests/soak in the ASan+UBSan and in the TSan build (ctest runs 30 s).
+SOAK_SECONDS ?= 600
 
 HUSH  := $(BUILD)/tools/hushtrace/hushtrace
 CTEST := ctest --output-on-failure --no-tests=error -j$(JOBS) --test-dir
@@ -29,7 +31,7 @@ configure_build = cmake -S . -B $(1) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $
                   && cmake --build $(1) -j$(JOBS)
 
 .PHONY: all build setup setup-peers demo test test-normal test-install test-asan test-tsan \
-        test-fuzz fuzz fuzz-build bench clean format format-check tidy
+        test-fuzz fuzz fuzz-build soak bench clean format format-check tidy
 
 all: build
 
@@ -83,6 +85,12 @@ test-fuzz: test-normal fuzz-build
 fuzz: build fuzz-build
 	fuzz/make_corpus.sh $(BUILD) $(FUZZ_CORPUS)
 	fuzz/run.sh build-fuzz $(FUZZ_CORPUS) $(FUZZ_SECONDS)
+
+soak: setup
+	$(call configure_build,build-asan,$(SAN_CMAKE_ARGS) -DHUSH_SANITIZE=address)
+	$(call configure_build,build-tsan,$(SAN_CMAKE_ARGS) -DHUSH_SANITIZE=thread)
+	$(ASAN_ENV) build-asan/tests/soak/hush_soak $(SOAK_SECONDS) build-asan/soak-traces
+	$(TSAN_ENV) build-tsan/tests/soak/hush_soak $(SOAK_SECONDS) build-tsan/soak-traces
 
 bench: build setup-peers
 	@if [ -x $(BUILD)/bench/hushtrace_bench ]; then $(BUILD)/bench/hushtrace_bench; \
