@@ -1,5 +1,8 @@
 // Session start/stop, the consumer thread and trace-directory management.
 #include "session/core.h"
+#include "session/masked_thread.h"
+#include "sched/sched_events.h"
+#include "sched/sched_recorder.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -20,6 +23,17 @@ namespace hush::session {
 std::atomic<Core*> Core::active_{nullptr};
 std::atomic<std::uint64_t> Core::next_generation_{1};
 
+std::string ReadProcLine(const std::string& path) {
+  char buf[64] = {};
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  std::string s(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
+  while (!s.empty() && s.back() == '\n') s.pop_back();
+  return s;
+}
+
 registry::Registry& GlobalRegistry() {
   static registry::Registry* registry = new registry::Registry();  // never destroyed: see core.h
   return *registry;
@@ -28,23 +42,6 @@ registry::Registry& GlobalRegistry() {
 namespace {
 
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
-
-// The library's own threads block every asynchronous signal: a process-directed signal goes to
-// an application thread, and an application handler (which may trace, and so attach and
-// allocate) never runs on a thread the library owns. Fault signals stay open: blocking them
-// would turn a crash into a silent kill. The new thread inherits the mask set around its creation.
-// It is named (`name`, at most 15 characters) before this returns.
-template <class Body>
-std::thread StartMaskedThread(const char* name, Body&& body) {
-  sigset_t all, previous;
-  sigfillset(&all);
-  for (int fault : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT}) sigdelset(&all, fault);
-  ::pthread_sigmask(SIG_SETMASK, &all, &previous);
-  std::thread thread(std::forward<Body>(body));
-  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-  ::pthread_setname_np(thread.native_handle(), name);
-  return thread;
-}
 
 // Creates `path` as a 0700 directory, or accepts an existing empty directory owned by us.
 // Returns an O_DIRECTORY|O_NOFOLLOW descriptor, so a symlink planted at `path` is refused.
@@ -121,17 +118,6 @@ bool WriteFileAt(int dirfd, const char* name, const std::string& content, std::s
   return true;
 }
 
-std::string ReadComm() {
-  char buf[64] = {};
-  const int fd = ::open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "";
-  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
-  ::close(fd);
-  std::string s(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
-  while (!s.empty() && s.back() == '\n') s.pop_back();
-  return s;
-}
-
 sem_t g_snapshot_sem;
 void OnSnapshotSignal(int) { ::sem_post(&g_snapshot_sem); }  // async-signal-safe
 
@@ -198,7 +184,7 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
   info_.uuid[6] = static_cast<std::uint8_t>((info_.uuid[6] & 0x0f) | 0x40);
   info_.uuid[8] = static_cast<std::uint8_t>((info_.uuid[8] & 0x3f) | 0x80);
   info_.pid = static_cast<std::uint32_t>(::getpid());
-  info_.procname = ReadComm();
+  info_.procname = ReadProcLine("/proc/self/comm");
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   info_.hostname = host;
@@ -213,7 +199,9 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
   // Publish the session before enabling events: a thread that sees an enabled event and takes
   // the slow path must find the session (acquire in Active() pairs with this release).
   active_.store(this, std::memory_order_release);
-  registry.Enable(options_.events);
+  std::vector<std::string> globs = options_.events;
+  if (options_.sched) globs.insert(globs.end(), std::begin(sched::kSchedEventGlobs), std::end(sched::kSchedEventGlobs));
+  registry.Enable(globs);
   if (!WriteMetadata(error)) {
     registry.DisableAll();
     active_.store(nullptr, std::memory_order_release);
@@ -233,6 +221,14 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
     });
     consumer_ = StartMaskedThread("hush-snapshot", [this] { SignalLoop(); });
   }
+  if (options_.sched) {
+    std::string why;
+    sched_ = sched::SchedRecorder::Start(this, &why);  // takes mu_ only from its own thread
+    if (!sched_) {
+      std::fprintf(stderr, "hushtrace: --sched: no scheduler events in this trace: %s; the rest is recorded\n",
+                   why.c_str());
+    }
+  }
   return true;
 }
 
@@ -242,9 +238,9 @@ bool Core::WriteMetadata(std::string* error) {
                      format::BuildMetadata(info_, GlobalRegistry().EventsWithIds()), error);
 }
 
-ring::Ring* Core::Attach(internal::ThreadWriter& w) {
+ring::Ring* Core::Attach(internal::ThreadWriter& w, bool fresh) {
   // Reuse a free ring (its previous thread exited) before creating one.
-  for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
+  for (std::uint32_t i = 0, n = fresh ? 0 : ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
     RingSlot& slot = slots_[i];
     if (slot.writer == nullptr) {
       slot.writer = &w;
@@ -282,10 +278,10 @@ ring::Ring* Core::Attach(internal::ThreadWriter& w) {
   return slot.ring.get();
 }
 
-ring::Ring* Core::AttachLocked(internal::ThreadWriter& w) {
+ring::Ring* Core::AttachLocked(internal::ThreadWriter& w, bool fresh) {
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_) return nullptr;
-  return Attach(w);
+  return Attach(w, fresh);
 }
 
 void Core::Detach(internal::ThreadWriter& w) {
@@ -371,6 +367,7 @@ bool Core::Snapshot(std::string* error) {
 }
 
 void Core::Stop() {
+  if (sched_) sched_->Stop();  // before mu_: its last drain attaches and writes rings
   std::unique_lock<std::mutex> lock(mu_);
   if (stopped_) return;
   stopped_ = true;

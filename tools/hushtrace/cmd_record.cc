@@ -26,8 +26,8 @@ constexpr char kUsage[] =
     "usage: hushtrace record [options] [--] PROGRAM [ARGS...]\n"
     "\n"
     "Runs PROGRAM with a tracing session. The hushtrace runtime linked into PROGRAM starts the\n"
-    "session from the environment (HUSHTRACE_EVENTS, HUSHTRACE_OUTPUT, HUSHTRACE_MODE and\n"
-    "HUSHTRACE_BUFFER_SIZE, set here), writes the trace when PROGRAM exits, and babeltrace2 reads "
+    "session from the environment (HUSHTRACE_EVENTS, HUSHTRACE_OUTPUT, HUSHTRACE_MODE,\n"
+    "HUSHTRACE_BUFFER_SIZE and HUSHTRACE_SCHED, set here), writes the trace when PROGRAM exits, and babeltrace2 reads "
     "it.\n"
     "\n"
     "options:\n"
@@ -41,6 +41,9 @@ constexpr char kUsage[] =
     "      --buffer-size SIZE   ring buffer per thread: bytes or with a k, M or G suffix (256k, "
     "4M),\n"
     "                           from 16k to 4G. Default: 1M\n"
+    "      --sched              also record PROGRAM's scheduler events (sched:switch_in/out,\n"
+    "                           thread_start/exit/name) from perf_event_open; if the kernel\n"
+    "                           refuses, PROGRAM says so once and the rest is recorded\n"
     "  -h, --help               print this help\n"
     "\n"
     "The first argument that is not an option starts the command line of PROGRAM (a PATH lookup\n"
@@ -227,6 +230,7 @@ struct Options {
   std::string output;
   std::string mode = "stream";
   std::string buffer_size = "1M";
+  bool sched = false;
   int program = 0;  // index in argv
 };
 
@@ -243,6 +247,10 @@ int ParseOptions(int argc, char** argv, Options* o) {
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
       return 0;
+    }
+    if (arg == "--sched") {
+      o->sched = true;
+      continue;
     }
     std::string name, value;
     bool has_value = false;
@@ -331,7 +339,8 @@ int RunRecord(int argc, char** argv) {
   if (::setenv("HUSHTRACE_EVENTS", events.c_str(), 1) != 0 ||
       ::setenv("HUSHTRACE_OUTPUT", abs_dir.c_str(), 1) != 0 ||
       ::setenv("HUSHTRACE_MODE", opts.mode.c_str(), 1) != 0 ||
-      ::setenv("HUSHTRACE_BUFFER_SIZE", opts.buffer_size.c_str(), 1) != 0) {
+      ::setenv("HUSHTRACE_BUFFER_SIZE", opts.buffer_size.c_str(), 1) != 0 ||
+      (opts.sched ? ::setenv("HUSHTRACE_SCHED", "1", 1) : ::unsetenv("HUSHTRACE_SCHED")) != 0) {
     std::fprintf(stderr, "hushtrace record: cannot set the environment: %s\n",
                  std::strerror(errno));
     remove_if_unused();
