@@ -34,6 +34,36 @@ std::string ReadProcLine(const std::string& path) {
   return s;
 }
 
+namespace {
+std::uint8_t g_inherited_clock_uuid[16] = {};  // all zero: none
+}  // namespace
+
+std::string ClockUuidOfTrace(const std::string& dir) {
+  const int fd = ::open((dir + "/metadata").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return "";
+  std::string text(8192, '\0');
+  const ssize_t n = ::read(fd, text.data(), text.size());
+  ::close(fd);
+  text.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  if (text.rfind("/* CTF 1.8 */", 0) != 0) return "";
+  const std::string key = "clock {\n\tname = \"hush_clock\";\n\tuuid = \"";
+  const std::size_t at = text.find(key);
+  if (at == std::string::npos || at + key.size() + 36 > text.size()) return "";
+  return text.substr(at + key.size(), 36);
+}
+
+void InheritClockUuid(const std::string& uuid) {
+  std::uint8_t out[16];
+  std::size_t k = 0;
+  for (std::size_t i = 0; i + 1 < uuid.size() && k < 16; ++i) {
+    if (uuid[i] == '-') continue;
+    const auto hex = [](char c) { return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10; };
+    out[k++] = static_cast<std::uint8_t>(hex(uuid[i]) << 4 | hex(uuid[i + 1]));
+    ++i;
+  }
+  if (k == 16) std::memcpy(g_inherited_clock_uuid, out, 16);
+}
+
 registry::Registry& GlobalRegistry() {
   static registry::Registry* registry = new registry::Registry();  // never destroyed: see core.h
   return *registry;
@@ -138,6 +168,44 @@ void Core::ForgetInChild() {
   w.generation = 0;
 }
 
+void Core::OnForkChild() {
+  Core* parent = active_.load(std::memory_order_relaxed);
+  if (parent == nullptr || !parent->options_.follow_children) {
+    ForgetInChild();
+    return;
+  }
+  // Only this thread exists. The parent's Core, rings and locks (which another thread may have
+  // held at fork time) are left untouched, and marked stopped so that a Session::Stop() in the
+  // child cannot write the parent's rings. The child gets a new Core (kept forever, as all
+  // cores) writing its own rings and streams into the same directory, under the parent's
+  // metadata: same event ids (the registry is a copy), same clock. Events stay enabled.
+  parent->stopped_ = true;
+  auto* child = new Core();
+  child->options_ = parent->options_;
+  child->options_.sched = false;  // not followed into children (docs/architecture.md)
+  child->output_dir_ = parent->output_dir_;
+  child->dirfd_ = parent->dirfd_;
+  child->ring_dirfd_ = parent->ring_dirfd_;
+  child->subbuf_size_ = parent->subbuf_size_;
+  child->subbuf_count_ = parent->subbuf_count_;
+  child->info_ = parent->info_;
+  child->info_.pid = static_cast<std::uint32_t>(::getpid());
+  child->calibration_ = parent->calibration_;
+  child->forked_child_ = true;
+  child->next_file_index_ = parent->next_file_index_;
+  child->generation_ = next_generation_.fetch_add(1, std::memory_order_relaxed);
+  // This thread's writer points into a ring of the parent: the next event re-attaches (new
+  // generation) to a ring of the child.
+  internal::ThreadWriter& w = internal::tls_writer;
+  w.end.store(nullptr, std::memory_order_relaxed);
+  w.pos = nullptr;
+  w.ring = nullptr;
+  w.generation = 0;
+  w.packet_events = 0;
+  ForgetThreadInChild();
+  active_.store(child, std::memory_order_release);
+}
+
 void Core::WarnOnce(std::atomic<bool>& flag, const char* message) {
   if (!flag.exchange(true, std::memory_order_relaxed)) std::fprintf(stderr, "hushtrace: %s\n", message);
 }
@@ -183,6 +251,7 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
   }
   info_.uuid[6] = static_cast<std::uint8_t>((info_.uuid[6] & 0x0f) | 0x40);
   info_.uuid[8] = static_cast<std::uint8_t>((info_.uuid[8] & 0x3f) | 0x80);
+  std::memcpy(info_.clock_uuid, g_inherited_clock_uuid, sizeof info_.clock_uuid);
   info_.pid = static_cast<std::uint32_t>(::getpid());
   info_.procname = ReadProcLine("/proc/self/comm");
   char host[256] = {};
@@ -208,7 +277,7 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
     return false;
   }
   static std::once_flag fork_once;
-  std::call_once(fork_once, [] { ::pthread_atfork(nullptr, nullptr, [] { Core::ForgetInChild(); }); });
+  std::call_once(fork_once, [] { ::pthread_atfork(nullptr, nullptr, [] { Core::OnForkChild(); }); });
   if (options_.mode == Mode::kFlight) {
     static std::once_flag signal_once;
     std::call_once(signal_once, [] {
@@ -258,14 +327,35 @@ ring::Ring* Core::Attach(internal::ThreadWriter& w, bool fresh) {
   config.mode = options_.mode == Mode::kFlight ? ring::RingMode::kFlight : ring::RingMode::kStream;
   std::memcpy(config.uuid, info_.uuid, sizeof config.uuid);
   config.pid = info_.pid;
+  // File number N of ring_<N> / stream_<N>: the first free one. Processes of one trace (fork
+  // children, docs/format.md) share the directory; O_EXCL on both files makes N theirs.
   std::string error;
-  std::unique_ptr<ring::Ring> r = ring::Ring::Create(ring_dirfd_, index, config, &error);
-  const std::string stream = "stream_" + std::to_string(index);
-  const int fd = r ? ::openat(dirfd_, stream.c_str(),
-                              O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND, 0600)
-                   : -1;
+  std::unique_ptr<ring::Ring> r;
+  int fd = -1;
+  std::string stream;
+  for (std::uint32_t tries = 0; tries < 1024 && fd < 0; ++tries) {
+    const std::uint32_t n = next_file_index_++;
+    error.clear();
+    r = ring::Ring::Create(ring_dirfd_, n, config, &error);
+    if (!r) {
+      if (errno == EEXIST) continue;  // Create fails right after its O_EXCL open
+      break;
+    }
+    stream = "stream_" + std::to_string(n);
+    fd = ::openat(dirfd_, stream.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND, 0600);
+    if (fd < 0) {
+      const int e = errno;
+      ::unlinkat(ring_dirfd_, ("ring_" + std::to_string(n)).c_str(), 0);
+      r.reset();
+      if (e != EEXIST) {
+        errno = e;
+        error = Errno("cannot create " + stream);
+        break;
+      }
+    }
+  }
   if (!r || fd < 0) {
-    if (error.empty()) error = Errno("cannot create " + stream);
+    if (error.empty()) error = "no free stream number in " + output_dir_;
     std::fprintf(stderr, "hushtrace: %s; this thread's events are discarded\n", error.c_str());
     return nullptr;
   }
@@ -333,7 +423,7 @@ void Core::ConsumerLoop() {
     if (std::chrono::steady_clock::now() >= next_refine) {
       // Keep the metadata's clock calibration recent for a trace whose writer might crash.
       std::lock_guard<std::mutex> session_lock(mu_);
-      if (!stopped_) {
+      if (!stopped_ && !forked_child_) {
         clock::Refine(calibration_);
         std::string error;
         WriteMetadata(&error);
@@ -410,17 +500,20 @@ void Core::Stop() {
   if (consumer_.joinable()) consumer_.join();
   WriteAll(true);
   lock.lock();
-  clock::Refine(calibration_);
-  std::string error;
-  if (!WriteMetadata(&error)) std::fprintf(stderr, "hushtrace: %s\n", error.c_str());
+  if (!forked_child_) {  // a fork child shares its parent's metadata (docs/format.md)
+    clock::Refine(calibration_);
+    std::string error;
+    if (!WriteMetadata(&error)) std::fprintf(stderr, "hushtrace: %s\n", error.c_str());
+  }
   // Everything is on disk: the ring files are only needed to recover a crashed writer. The
   // mappings stay valid after the unlink (see core.h: rings are never unmapped).
   for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
     ::close(slots_[i].stream_fd);
     slots_[i].stream_fd = -1;
-    ::unlinkat(ring_dirfd_, ("ring_" + std::to_string(i)).c_str(), 0);
+    ::unlinkat(ring_dirfd_, ("ring_" + std::to_string(slots_[i].ring->index())).c_str(), 0);
   }
-  ::unlinkat(dirfd_, ".ring", AT_REMOVEDIR);
+  // Processes following this one (fork children) may still create rings in .ring: it stays.
+  if (!options_.follow_children) ::unlinkat(dirfd_, ".ring", AT_REMOVEDIR);
   ::close(ring_dirfd_);
   ::close(dirfd_);
 }

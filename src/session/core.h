@@ -44,6 +44,9 @@ class Core {
   // In a forked child: the parent's session and rings are not ours. Turns tracing off in the
   // child without touching the shared rings (called from a pthread_atfork child handler).
   static void ForgetInChild();
+  // pthread_atfork child handler: ForgetInChild(), or with SessionOptions::follow_children, a
+  // new session for the child in the same trace (docs/format.md, "Processes").
+  static void OnForkChild();
 
   bool Start(const SessionOptions& options, std::string* error);
   void Stop();
@@ -84,6 +87,8 @@ class Core {
   int dirfd_ = -1;
   int ring_dirfd_ = -1;
   std::uint64_t generation_ = 0;
+  bool forked_child_ = false;  // a fork child's session: writes streams, never the metadata
+  std::uint32_t next_file_index_ = 0;  // mu_: next N to try for ring_<N> / stream_<N>
   std::size_t subbuf_size_ = 0;
   std::uint32_t subbuf_count_ = 0;
   format::TraceInfo info_;
@@ -103,6 +108,14 @@ class Core {
   // by Stop() so that its final drain lands in the rings before they are written out.
   std::unique_ptr<sched::SchedRecorder> sched_;
 };
+
+// The clock UUID in DIR/metadata ("" if DIR holds no readable hushtrace metadata).
+std::string ClockUuidOfTrace(const std::string& dir);
+// The next session started in this process uses this clock UUID (a 36-character UUID string).
+void InheritClockUuid(const std::string& uuid);
+
+// In a fork child: forgets the calling thread's cached tid (thread_attach.cc).
+void ForgetThreadInChild();
 
 // Writes an event header into `r` for the writer `w` (which `r` is attached to), opening a new
 // packet (stamped with `tid` and `name`) when the open one is full. Returns where the payload

@@ -62,6 +62,9 @@ ring::Ring* AttachThisThread(Core* core, internal::ThreadWriter& w) {
 }
 
 }  // namespace
+
+void ForgetThreadInChild() { t_tid = 0; }
+
 }  // namespace hush::session
 
 

@@ -27,7 +27,7 @@ constexpr char kUsage[] =
     "\n"
     "Runs PROGRAM with a tracing session. The hushtrace runtime linked into PROGRAM starts the\n"
     "session from the environment (HUSHTRACE_EVENTS, HUSHTRACE_OUTPUT, HUSHTRACE_MODE,\n"
-    "HUSHTRACE_BUFFER_SIZE and HUSHTRACE_SCHED, set here), writes the trace when PROGRAM exits, and babeltrace2 reads "
+    "HUSHTRACE_BUFFER_SIZE, HUSHTRACE_SCHED and HUSHTRACE_FOLLOW, set here), writes the trace when PROGRAM exits, and babeltrace2 reads "
     "it.\n"
     "\n"
     "options:\n"
@@ -44,6 +44,9 @@ constexpr char kUsage[] =
     "      --sched              also record PROGRAM's scheduler events (sched:switch_in/out,\n"
     "                           thread_start/exit/name) from perf_event_open; if the kernel\n"
     "                           refuses, PROGRAM says so once and the rest is recorded\n"
+    "      --no-follow          children of PROGRAM do not trace. Default: a forked child writes\n"
+    "                           its own streams into the trace, and an exec'd program linked with\n"
+    "                           the runtime records into DIR/proc-PID (docs/format.md)\n"
     "  -h, --help               print this help\n"
     "\n"
     "The first argument that is not an option starts the command line of PROGRAM (a PATH lookup\n"
@@ -231,6 +234,7 @@ struct Options {
   std::string mode = "stream";
   std::string buffer_size = "1M";
   bool sched = false;
+  bool follow = true;
   int program = 0;  // index in argv
 };
 
@@ -250,6 +254,10 @@ int ParseOptions(int argc, char** argv, Options* o) {
     }
     if (arg == "--sched") {
       o->sched = true;
+      continue;
+    }
+    if (arg == "--no-follow") {
+      o->follow = false;
       continue;
     }
     std::string name, value;
@@ -340,7 +348,8 @@ int RunRecord(int argc, char** argv) {
       ::setenv("HUSHTRACE_OUTPUT", abs_dir.c_str(), 1) != 0 ||
       ::setenv("HUSHTRACE_MODE", opts.mode.c_str(), 1) != 0 ||
       ::setenv("HUSHTRACE_BUFFER_SIZE", opts.buffer_size.c_str(), 1) != 0 ||
-      (opts.sched ? ::setenv("HUSHTRACE_SCHED", "1", 1) : ::unsetenv("HUSHTRACE_SCHED")) != 0) {
+      (opts.sched ? ::setenv("HUSHTRACE_SCHED", "1", 1) : ::unsetenv("HUSHTRACE_SCHED")) != 0 ||
+      ::setenv("HUSHTRACE_FOLLOW", opts.follow ? "1" : "0", 1) != 0) {
     std::fprintf(stderr, "hushtrace record: cannot set the environment: %s\n",
                  std::strerror(errno));
     remove_if_unused();
