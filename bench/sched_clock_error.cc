@@ -1,7 +1,8 @@
 // Error of the perf-clock -> session-clock conversion of --sched (src/sched/clock_map.h), on
 // this machine. The reader's ClockMap gets a (TSC, CLOCK_MONOTONIC_RAW) pair every 50 ms, as the
-// hush-sched thread does at each drain; between pairs, probes read rdtsc / CLOCK_MONOTONIC_RAW /
-// rdtsc and convert the raw reading. Error = converted - midpoint of the two rdtsc reads, kept
+// hush-sched thread does at each drain (its poll timeout); between pairs, probes read rdtsc /
+// CLOCK_MONOTONIC_RAW / rdtsc, and their raw readings are converted after the next pair, as the
+// records of a drain are. Error = converted - midpoint of the two rdtsc reads, kept
 // only for probes whose rdtsc window is under 100 ns (the probe's own uncertainty is half the
 // window). Prints the distribution in ns.
 //
@@ -28,21 +29,6 @@ std::uint64_t RawNs() {
   return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000u + static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
-// As SchedRecorder::SamplePair: the tightest of 3 triples.
-void Pair(std::uint64_t* ticks, std::uint64_t* ns) {
-  std::uint64_t best = ~std::uint64_t{0};
-  for (int i = 0; i < 3; ++i) {
-    const std::uint64_t a = hush::clock::Now(true);
-    const std::uint64_t t = RawNs();
-    const std::uint64_t b = hush::clock::Now(true);
-    if (b - a < best) {
-      best = b - a;
-      *ticks = a + (b - a) / 2;
-      *ns = t;
-    }
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -54,28 +40,31 @@ int main(int argc, char** argv) {
   hush::clock::Calibration c = hush::clock::Calibrate();
   const long double ticks_per_ns = static_cast<long double>(c.freq_hz) / 1e9L;
   hush::sched::ClockMap map(true, ticks_per_ns);
-  std::uint64_t t, ns;
-  Pair(&t, &ns);
+  std::uint64_t t = 0, ns = 0;
+  hush::sched::SampleRawPair(ticks_per_ns, &t, &ns);
   map.AddPair(t, ns);
   std::vector<double> errors;
+  struct Probe {
+    std::uint64_t a, raw, b;
+  };
+  std::vector<Probe> pending;  // records since the last pair, converted at the next one
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   auto next_pair = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
   while (std::chrono::steady_clock::now() < end) {
     if (std::chrono::steady_clock::now() >= next_pair) {
-      Pair(&t, &ns);
+      hush::sched::SampleRawPair(ticks_per_ns, &t, &ns);
       map.AddPair(t, ns);
+      for (const Probe& p : pending) {
+        const double mid = static_cast<double>(p.a) + static_cast<double>(p.b - p.a) / 2;
+        errors.push_back((static_cast<double>(map.ToSession(p.raw)) - mid) / static_cast<double>(ticks_per_ns));
+      }
+      pending.clear();
       next_pair += std::chrono::milliseconds(50);
     }
-    // Probes between pairs, as records converted at the next drain: here extrapolated from the
-    // latest anchor by up to 50 ms (the reader converts at most one drain period after).
     const std::uint64_t a = hush::clock::Now(true);
     const std::uint64_t raw = RawNs();
     const std::uint64_t b = hush::clock::Now(true);
-    if ((b - a) / ticks_per_ns < 100) {
-      const double err = (static_cast<double>(map.ToSession(raw)) - (static_cast<double>(a) + static_cast<double>(b - a) / 2)) /
-                         static_cast<double>(ticks_per_ns);
-      errors.push_back(err);
-    }
+    if ((b - a) / ticks_per_ns < 100) pending.push_back({a, raw, b});
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   std::vector<double> abs_err;

@@ -117,19 +117,8 @@ void SchedRecorder::Stop() {
 
 void SchedRecorder::SamplePair() {
   if (!use_tsc_) return;
-  // As clock.cc: the tightest of a few rdtsc / clock_gettime / rdtsc triples, ticks at the midpoint.
-  std::uint64_t best = ~std::uint64_t{0}, ticks = 0, ns = 0;
-  for (int i = 0; i < 3; ++i) {
-    const std::uint64_t a = clock::Now(true);
-    timespec ts;
-    ::clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-    const std::uint64_t b = clock::Now(true);
-    if (b - a < best) {
-      best = b - a;
-      ticks = a + (b - a) / 2;
-      ns = static_cast<std::uint64_t>(ts.tv_sec) * 1000000000u + static_cast<std::uint64_t>(ts.tv_nsec);
-    }
-  }
+  std::uint64_t ticks = 0, ns = 0;
+  SampleRawPair(static_cast<long double>(core_->calibration().freq_hz) / 1e9L, &ticks, &ns);
   clock_.AddPair(ticks, ns);
 }
 

@@ -27,7 +27,7 @@ TEST(ClockMap, TscSessionClockFollowsTheLineThroughThePairs) {
   m.AddPair(tsc(raw0), raw0);
   // With one pair the provisional slope applies: exact at the anchor only.
   EXPECT_EQ(m.ToSession(raw0), tsc(raw0));
-  // Pairs every 50 ms for 2 s; records 0..50 ms away from the latest anchor (either side).
+  // Pairs every 50 ms; records between the last two pairs.
   for (std::uint64_t k = 1; k <= 40; ++k) {
     const std::uint64_t raw = raw0 + k * 50000000ull;
     m.AddPair(tsc(raw), raw);
@@ -37,15 +37,29 @@ TEST(ClockMap, TscSessionClockFollowsTheLineThroughThePairs) {
       EXPECT_LE(err < 0 ? -err : err, 1) << "k " << k << " back " << back;
     }
   }
-  EXPECT_NEAR(static_cast<double>(m.slope()), static_cast<double>(b), 1e-9);
+  EXPECT_NEAR(static_cast<double>(m.slope()), static_cast<double>(b), 1e-7);  // rounding over 50 ms
 }
 
-TEST(ClockMap, PairsTooCloseToTheFirstKeepTheProvisionalSlope) {
+TEST(ClockMap, APairTooCloseToThePreviousIsDropped) {
   ClockMap m(true, 3.0L);
   m.AddPair(1000, 1000);
-  m.AddPair(4000, 1500);  // 500 ns later: a slope of 6 would be noise
+  m.AddPair(4000, 1500);  // 500 ns later (< kMinPairGapNs): a slope of 6 would be noise
   EXPECT_EQ(static_cast<double>(m.slope()), 3.0);
-  EXPECT_EQ(m.ToSession(1600), 4300u);
+  EXPECT_EQ(m.ToSession(1600), 2800u);  // still anchored at the first pair
+}
+
+// Sampling errors of the pairs bound the error of records between them, even with a wrong
+// provisional slope: interpolation, not extrapolation.
+TEST(ClockMap, InterpolationErrorIsBoundedByThePairErrors) {
+  ClockMap m(true, 2.0L);  // 33% off
+  const long double b = 3.0L;
+  m.AddPair(30000000 + 20, 10000000);  // +20 ticks of sampling error
+  m.AddPair(static_cast<std::uint64_t>(b * 60000000) - 15, 60000000);  // -15 ticks
+  for (std::uint64_t ns = 10000000; ns <= 60000000; ns += 1000000) {
+    const long double err = static_cast<long double>(m.ToSession(ns)) - b * ns;
+    EXPECT_LE(err, 21);
+    EXPECT_GE(err, -16);
+  }
 }
 
 }  // namespace
