@@ -49,6 +49,7 @@ class PerfRings {
   bool Open(clockid_t clock, std::size_t data_pages, const std::vector<int>& tids, PerfOpenFn open_fn,
             int* err, std::string* message);
   std::size_t cpu_count() const { return cpus_.size(); }
+  int cpu(std::size_t i) const { return cpus_[i].cpu; }  // the CPU of ring i
   const std::vector<int>& fds() const { return fds_; }
   // Decodes every record published so far on ring `i` (in the ring's order), then frees them.
   // Returns the number of records.

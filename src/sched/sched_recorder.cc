@@ -85,7 +85,7 @@ std::unique_ptr<SchedRecorder> SchedRecorder::Start(session::Core* core, std::st
   s->stream_count_ = s->perf_.cpu_count();
   s->streams_.reset(new CpuStream[s->stream_count_]);
   for (std::size_t i = 0; i < s->stream_count_; ++i) {
-    std::snprintf(s->streams_[i].name, sizeof s->streams_[i].name, "hush-sched/%u", static_cast<unsigned>(i % 1000));
+    std::snprintf(s->streams_[i].name, sizeof s->streams_[i].name, "hush-sched/%u", static_cast<unsigned>(s->perf_.cpu(i)) % 10000u);
   }
   s->initial_tids_ = tids;
   SchedRecorder* self = s.get();
@@ -203,9 +203,11 @@ void SchedRecorder::EmitInitialNames(const std::vector<int>& tids) {
 void SchedRecorder::OnRecord(std::size_t stream, const PerfRecord& r) {
   CpuStream& s = streams_[stream];
   const std::uint64_t ts = clock_.ToSession(r.time);
+  // The reader's own thread is left out (its start, name and switches are ours, not the app's).
+  if (r.kind != PERF_RECORD_LOST && r.tid == reader_tid_.load(std::memory_order_relaxed)) return;
   switch (r.kind) {
     case PERF_RECORD_SWITCH:
-      if (r.pid != pid_ || r.tid == reader_tid_.load(std::memory_order_relaxed)) return;
+      if (r.pid != pid_) return;
       if (r.switch_out) {
         Write<hush_tp_sched_switch_out>(s, ts, r.tid, static_cast<std::uint8_t>(r.preempted), r.cpu);
       } else {

@@ -36,6 +36,8 @@ std::string ReadProcLine(const std::string& path) {
 
 namespace {
 std::uint8_t g_inherited_clock_uuid[16] = {};  // all zero: none
+// A fork child's session, kept reachable after it stops (as session_api.cc keeps all cores).
+[[gnu::used]] Core* g_fork_child_core = nullptr;
 }  // namespace
 
 std::string ClockUuidOfTrace(const std::string& dir) {
@@ -181,6 +183,7 @@ void Core::OnForkChild() {
   // metadata: same event ids (the registry is a copy), same clock. Events stay enabled.
   parent->stopped_ = true;
   auto* child = new Core();
+  g_fork_child_core = child;
   child->options_ = parent->options_;
   child->options_.sched = false;  // not followed into children (docs/architecture.md)
   child->output_dir_ = parent->output_dir_;

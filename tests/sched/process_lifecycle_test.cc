@@ -139,11 +139,12 @@ struct Recorded {
   std::uint32_t child = 0;
 };
 
-Recorded Record(const TempDir& tmp, const std::string& mode, bool follow) {
+Recorded Record(const TempDir& tmp, const std::string& mode, bool follow, bool sched = false) {
   Recorded r;
   r.dir = tmp.Sub("trace");
   std::vector<std::string> argv = {HUSH_CLI, "record", "-e", "lc:*", "-o", r.dir};
   if (!follow) argv.push_back("--no-follow");
+  if (sched) argv.push_back("--sched");
   argv.push_back(HUSH_LIFECYCLE_HELPER);
   argv.push_back(mode);
   r.record = hushtest::RunProcess(argv, hushtest::ChildEnv());
@@ -230,6 +231,24 @@ TEST(ProcessLifecycle, NoFollowLeavesChildrenUntraced) {
   ASSERT_EQ(gens.size(), 2u) << bt;
   EXPECT_EQ(gens.count(1), 0u);
   EXPECT_FALSE(hushtest::Exists(r.dir + "/proc-" + std::to_string(r.child)));
+}
+
+// `hushtrace record --sched` passes HUSHTRACE_SCHED=1: the program's trace has sched:* events (or,
+// where the kernel refuses, the one warning and the rest of the trace).
+TEST(ProcessLifecycle, RecordSchedRecordsTheProgramsSwitches) {
+  TempDir tmp("lifecycle_sched");
+  const Recorded r = Record(tmp, "fork", true, true);
+  ASSERT_TRUE(r.record.exited && r.record.exit_code == 0) << r.record.Describe();
+  const hushtest::ProcessResult bt = Babeltrace({r.dir});
+  ASSERT_TRUE(bt.exited && bt.exit_code == 0) << bt.Describe();
+  EXPECT_NE(bt.out.find("lc:hello"), std::string::npos);
+  if (r.record.err.find("--sched: no scheduler events") != std::string::npos) {
+    GTEST_SKIP() << "perf_event_open refused here: " << r.record.err;
+  }
+  EXPECT_NE(bt.out.find("sched:switch_out"), std::string::npos) << bt.out;
+  EXPECT_NE(bt.out.find("sched:thread_name"), std::string::npos) << bt.out;
+  // The parent waits for its child: it was switched out while the child ran.
+  EXPECT_NE(bt.out.find("sched:switch_in"), std::string::npos) << bt.out;
 }
 
 }  // namespace
