@@ -7,6 +7,7 @@
 // names, starts and exits of the threads. A refused perf_event_open (seccomp) leaves the rest of
 // the trace intact with one clear message.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
@@ -30,6 +31,7 @@
 #include "hushtrace/reader.h"
 #include "hushtrace/session.h"
 #include "runtime/test_util.h"
+#include "sched/sched_recorder.h"
 
 HUSH_TRACEPOINT(schedtest, woke, (std::uint32_t, tid), (std::uint64_t, seq))
 
@@ -305,6 +307,39 @@ TEST(SchedEvents, RefusedPerfEventOpenWarnsOnceAndRecordsTheRest) {
   ASSERT_TRUE(t.ok) << t.error;
   EXPECT_EQ(t.Named("schedtest:woke").size(), 100u);
   EXPECT_TRUE(t.Named("sched:switch_in").empty());
+}
+
+// A kernel without perf_event_open (ENOSYS), simulated through the recorder's test hook.
+TEST(SchedEvents, MissingPerfEventOpenSaysSoAndRecordsTheRest) {
+  TempDir dir("sched_enosys");
+  const std::string err_path = dir.Sub("stderr");
+  std::fflush(stderr);
+  const int saved = ::dup(2);
+  const int file = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  ASSERT_GE(file, 0);
+  ::dup2(file, 2);
+  ::close(file);
+  hush::sched::SchedRecorder::SetOpenFnForTest([](perf_event_attr*, int, int) {
+    errno = ENOSYS;
+    return -1;
+  });
+  auto s = StartSched(dir.Sub("trace"));
+  hush::sched::SchedRecorder::SetOpenFnForTest(nullptr);
+  std::fflush(stderr);
+  ::dup2(saved, 2);
+  ::close(saved);
+  ASSERT_NE(s, nullptr);
+  for (std::uint64_t i = 0; i < 10; ++i) HUSH_TRACE(schedtest, woke, Tid(), i);
+  s->Stop();
+  const std::string err = hushtest::ReadFile(err_path);
+  EXPECT_NE(err.find("--sched: no scheduler events in this trace: perf_event_open(cpu 0): Function not implemented "
+                     "(the kernel or a seccomp filter does not offer perf_event_open); the rest is recorded"),
+            std::string::npos)
+      << err;
+  const Trace t = ReadTrace(s->output_dir());
+  ASSERT_TRUE(t.ok) << t.error;
+  EXPECT_EQ(t.Named("schedtest:woke").size(), 10u);
+  EXPECT_TRUE(t.Named("sched:switch_out").empty());
 }
 
 }  // namespace
