@@ -9,8 +9,8 @@
 //   session->Stop();                                        // or let it go out of scope
 //
 // One session at a time per process. The environment (HUSHTRACE_EVENTS, HUSHTRACE_OUTPUT,
-// HUSHTRACE_MODE, HUSHTRACE_BUFFER_SIZE) starts the same kind of session before main(); it is
-// stopped and flushed at exit. All functions are thread-safe.
+// HUSHTRACE_MODE, HUSHTRACE_BUFFER_SIZE, HUSHTRACE_SCHED=1, HUSHTRACE_FOLLOW=1) starts the same kind of session before
+// main(); it is stopped and flushed at exit. All functions are thread-safe.
 #ifndef HUSHTRACE_SESSION_H_
 #define HUSHTRACE_SESSION_H_
 
@@ -32,6 +32,13 @@ struct SessionOptions {
   std::string output_dir;           // created 0700; must not exist or be empty
   Mode mode = Mode::kStream;
   std::size_t buffer_size = 1 << 20;  // per thread ring, in bytes (>= 16 KiB)
+  // Scheduler events of this process's threads (sched:switch_in/switch_out/thread_start/
+  // thread_exit/thread_name) from perf_event_open context-switch records, one stream per CPU.
+  // Refused by the kernel (perf_event_paranoid, seccomp): one warning, the rest is recorded.
+  bool sched = false;
+  // fork() children keep tracing into this trace: each gets its own rings and stream files in the
+  // same directory (its pid in their packet context, docs/format.md). Off: children do not trace.
+  bool follow_children = false;
 };
 
 struct SessionStats {

@@ -81,7 +81,10 @@ std::string BuildMetadata(const TraceInfo& info, const std::vector<const registr
   m += "\thushtrace_mode = " + Quote(info.mode) + ";\n";
   m += "\thushtrace_clock_source = " + Quote(info.clock.use_tsc ? "tsc" : "monotonic") + ";\n";
   m += "\thushtrace_clock_freq_source = " + Quote(info.clock.freq_source) + ";\n};\n\n";
-  m += "clock {\n\tname = \"hush_clock\";\n\tuuid = \"" + uuid + "\";\n";
+  bool own_clock = true;
+  for (std::uint8_t b : info.clock_uuid) own_clock = own_clock && b == 0;
+  m += "clock {\n\tname = \"hush_clock\";\n\tuuid = \"" +
+       (own_clock ? uuid : UuidToString(info.clock_uuid)) + "\";\n";
   m += "\tdescription = " +
        Quote(info.clock.use_tsc ? "TSC, calibrated to CLOCK_REALTIME" : "CLOCK_MONOTONIC") + ";\n";
   m += "\tfreq = " + std::to_string(info.clock.freq_hz) + ";\n";

@@ -13,6 +13,9 @@ namespace hush::format {
 
 struct TraceInfo {
   std::uint8_t uuid[16] = {};
+  // The clock's UUID; all zero: the trace's. The traces of one `hushtrace record` (exec'd
+  // programs, docs/format.md) share their root's so that CTF readers correlate their clocks.
+  std::uint8_t clock_uuid[16] = {};
   std::uint32_t pid = 0;
   std::string procname;
   std::string hostname;

@@ -140,7 +140,9 @@ std::unique_ptr<Ring> Ring::Create(int ring_dirfd, std::uint32_t index, const Ri
   const int fd = ::openat(ring_dirfd, name.c_str(),
                           O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) {
-    *error = "cannot create ring file " + name + ": " + std::strerror(errno);
+    const int e = errno;
+    *error = "cannot create ring file " + name + ": " + std::strerror(e);
+    errno = e;  // callers look for EEXIST (session/core.cc)
     return nullptr;
   }
   const std::size_t size = kRingHeaderSize + config.subbuf_size * config.subbuf_count;

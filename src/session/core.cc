@@ -1,5 +1,8 @@
 // Session start/stop, the consumer thread and trace-directory management.
 #include "session/core.h"
+#include "session/masked_thread.h"
+#include "sched/sched_events.h"
+#include "sched/sched_recorder.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -20,6 +23,49 @@ namespace hush::session {
 std::atomic<Core*> Core::active_{nullptr};
 std::atomic<std::uint64_t> Core::next_generation_{1};
 
+std::string ReadProcLine(const std::string& path) {
+  char buf[64] = {};
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  std::string s(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
+  while (!s.empty() && s.back() == '\n') s.pop_back();
+  return s;
+}
+
+namespace {
+std::uint8_t g_inherited_clock_uuid[16] = {};  // all zero: none
+// A fork child's session, kept reachable after it stops (as session_api.cc keeps all cores).
+[[gnu::used]] Core* g_fork_child_core = nullptr;
+}  // namespace
+
+std::string ClockUuidOfTrace(const std::string& dir) {
+  const int fd = ::open((dir + "/metadata").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return "";
+  std::string text(8192, '\0');
+  const ssize_t n = ::read(fd, text.data(), text.size());
+  ::close(fd);
+  text.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  if (text.rfind("/* CTF 1.8 */", 0) != 0) return "";
+  const std::string key = "clock {\n\tname = \"hush_clock\";\n\tuuid = \"";
+  const std::size_t at = text.find(key);
+  if (at == std::string::npos || at + key.size() + 36 > text.size()) return "";
+  return text.substr(at + key.size(), 36);
+}
+
+void InheritClockUuid(const std::string& uuid) {
+  std::uint8_t out[16];
+  std::size_t k = 0;
+  for (std::size_t i = 0; i + 1 < uuid.size() && k < 16; ++i) {
+    if (uuid[i] == '-') continue;
+    const auto hex = [](char c) { return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10; };
+    out[k++] = static_cast<std::uint8_t>(hex(uuid[i]) << 4 | hex(uuid[i + 1]));
+    ++i;
+  }
+  if (k == 16) std::memcpy(g_inherited_clock_uuid, out, 16);
+}
+
 registry::Registry& GlobalRegistry() {
   static registry::Registry* registry = new registry::Registry();  // never destroyed: see core.h
   return *registry;
@@ -28,23 +74,6 @@ registry::Registry& GlobalRegistry() {
 namespace {
 
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
-
-// The library's own threads block every asynchronous signal: a process-directed signal goes to
-// an application thread, and an application handler (which may trace, and so attach and
-// allocate) never runs on a thread the library owns. Fault signals stay open: blocking them
-// would turn a crash into a silent kill. The new thread inherits the mask set around its creation.
-// It is named (`name`, at most 15 characters) before this returns.
-template <class Body>
-std::thread StartMaskedThread(const char* name, Body&& body) {
-  sigset_t all, previous;
-  sigfillset(&all);
-  for (int fault : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT}) sigdelset(&all, fault);
-  ::pthread_sigmask(SIG_SETMASK, &all, &previous);
-  std::thread thread(std::forward<Body>(body));
-  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-  ::pthread_setname_np(thread.native_handle(), name);
-  return thread;
-}
 
 // Past RLIMIT_FSIZE a write fails with EFBIG and also raises SIGXFSZ at the writing thread,
 // whose default action kills the process. The library's writes must fail, not take the host
@@ -153,17 +182,6 @@ bool WriteFileAt(int dirfd, const char* name, const std::string& content, std::s
   return true;
 }
 
-std::string ReadComm() {
-  char buf[64] = {};
-  const int fd = ::open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "";
-  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
-  ::close(fd);
-  std::string s(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
-  while (!s.empty() && s.back() == '\n') s.pop_back();
-  return s;
-}
-
 sem_t g_snapshot_sem;
 void OnSnapshotSignal(int) { ::sem_post(&g_snapshot_sem); }  // async-signal-safe
 
@@ -182,6 +200,45 @@ void Core::ForgetInChild() {
   w.pos = nullptr;
   w.ring = nullptr;
   w.generation = 0;
+}
+
+void Core::OnForkChild() {
+  Core* parent = active_.load(std::memory_order_relaxed);
+  if (parent == nullptr || !parent->options_.follow_children) {
+    ForgetInChild();
+    return;
+  }
+  // Only this thread exists. The parent's Core, rings and locks (which another thread may have
+  // held at fork time) are left untouched, and marked stopped so that a Session::Stop() in the
+  // child cannot write the parent's rings. The child gets a new Core (kept forever, as all
+  // cores) writing its own rings and streams into the same directory, under the parent's
+  // metadata: same event ids (the registry is a copy), same clock. Events stay enabled.
+  parent->stopped_ = true;
+  auto* child = new Core();
+  g_fork_child_core = child;
+  child->options_ = parent->options_;
+  child->options_.sched = false;  // not followed into children (docs/architecture.md)
+  child->output_dir_ = parent->output_dir_;
+  child->dirfd_ = parent->dirfd_;
+  child->ring_dirfd_ = parent->ring_dirfd_;
+  child->subbuf_size_ = parent->subbuf_size_;
+  child->subbuf_count_ = parent->subbuf_count_;
+  child->info_ = parent->info_;
+  child->info_.pid = static_cast<std::uint32_t>(::getpid());
+  child->calibration_ = parent->calibration_;
+  child->forked_child_ = true;
+  child->next_file_index_ = parent->next_file_index_;
+  child->generation_ = next_generation_.fetch_add(1, std::memory_order_relaxed);
+  // This thread's writer points into a ring of the parent: the next event re-attaches (new
+  // generation) to a ring of the child.
+  internal::ThreadWriter& w = internal::tls_writer;
+  w.end.store(nullptr, std::memory_order_relaxed);
+  w.pos = nullptr;
+  w.ring = nullptr;
+  w.generation = 0;
+  w.packet_events = 0;
+  ForgetThreadInChild();
+  active_.store(child, std::memory_order_release);
 }
 
 void Core::WarnOnce(std::atomic<bool>& flag, const char* message) {
@@ -229,8 +286,9 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
   }
   info_.uuid[6] = static_cast<std::uint8_t>((info_.uuid[6] & 0x0f) | 0x40);
   info_.uuid[8] = static_cast<std::uint8_t>((info_.uuid[8] & 0x3f) | 0x80);
+  std::memcpy(info_.clock_uuid, g_inherited_clock_uuid, sizeof info_.clock_uuid);
   info_.pid = static_cast<std::uint32_t>(::getpid());
-  info_.procname = ReadComm();
+  info_.procname = ReadProcLine("/proc/self/comm");
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   info_.hostname = host;
@@ -245,14 +303,16 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
   // Publish the session before enabling events: a thread that sees an enabled event and takes
   // the slow path must find the session (acquire in Active() pairs with this release).
   active_.store(this, std::memory_order_release);
-  registry.Enable(options_.events);
+  std::vector<std::string> globs = options_.events;
+  if (options_.sched) globs.insert(globs.end(), std::begin(sched::kSchedEventGlobs), std::end(sched::kSchedEventGlobs));
+  registry.Enable(globs);
   if (!WriteMetadata(error)) {
     registry.DisableAll();
     active_.store(nullptr, std::memory_order_release);
     return false;
   }
   static std::once_flag fork_once;
-  std::call_once(fork_once, [] { ::pthread_atfork(nullptr, nullptr, [] { Core::ForgetInChild(); }); });
+  std::call_once(fork_once, [] { ::pthread_atfork(nullptr, nullptr, [] { Core::OnForkChild(); }); });
   if (options_.mode == Mode::kFlight) {
     static std::once_flag signal_once;
     std::call_once(signal_once, [] {
@@ -265,6 +325,14 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
     });
     consumer_ = StartMaskedThread("hush-snapshot", [this] { SignalLoop(); });
   }
+  if (options_.sched) {
+    std::string why;
+    sched_ = sched::SchedRecorder::Start(this, &why);  // takes mu_ only from its own thread
+    if (!sched_) {
+      std::fprintf(stderr, "hushtrace: --sched: no scheduler events in this trace: %s; the rest is recorded\n",
+                   why.c_str());
+    }
+  }
   return true;
 }
 
@@ -275,9 +343,9 @@ bool Core::WriteMetadata(std::string* error) {
                      format::BuildMetadata(info_, GlobalRegistry().EventsWithIds()), error);
 }
 
-ring::Ring* Core::Attach(internal::ThreadWriter& w) {
+ring::Ring* Core::Attach(internal::ThreadWriter& w, bool fresh) {
   // Reuse a free ring (its previous thread exited) before creating one.
-  for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
+  for (std::uint32_t i = 0, n = fresh ? 0 : ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
     RingSlot& slot = slots_[i];
     if (slot.writer == nullptr) {
       slot.writer = &w;
@@ -295,17 +363,36 @@ ring::Ring* Core::Attach(internal::ThreadWriter& w) {
   config.mode = options_.mode == Mode::kFlight ? ring::RingMode::kFlight : ring::RingMode::kStream;
   std::memcpy(config.uuid, info_.uuid, sizeof config.uuid);
   config.pid = info_.pid;
+  // File number N of ring_<N> / stream_<N>: the first free one. Processes of one trace (fork
+  // children, docs/format.md) share the directory; O_EXCL on both files makes N theirs.
   std::string error;
-  const FileSizeSignalGuard no_sigxfsz;  // sizing the ring file may exceed RLIMIT_FSIZE
-  std::unique_ptr<ring::Ring> r = ring::Ring::Create(ring_dirfd_, index, config, &error);
-  const std::string stream = "stream_" + std::to_string(index);
-  const int fd = r ? ::openat(dirfd_, stream.c_str(),
-                              O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND, 0600)
-                   : -1;
+  const FileSizeSignalGuard no_sigxfsz;  // sizing a ring file may exceed RLIMIT_FSIZE
+  std::unique_ptr<ring::Ring> r;
+  int fd = -1;
+  std::string stream;
+  for (std::uint32_t tries = 0; tries < 1024 && fd < 0; ++tries) {
+    const std::uint32_t n = next_file_index_++;
+    error.clear();
+    r = ring::Ring::Create(ring_dirfd_, n, config, &error);
+    if (!r) {
+      if (errno == EEXIST) continue;  // Create fails right after its O_EXCL open
+      break;
+    }
+    stream = "stream_" + std::to_string(n);
+    fd = ::openat(dirfd_, stream.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND, 0600);
+    if (fd < 0) {
+      const int e = errno;
+      ::unlinkat(ring_dirfd_, ("ring_" + std::to_string(n)).c_str(), 0);
+      r.reset();
+      if (e != EEXIST) {
+        errno = e;
+        error = Errno("cannot create " + stream);
+        break;
+      }
+    }
+  }
   if (!r || fd < 0) {
-    if (error.empty()) error = Errno("cannot create " + stream);
-    r.reset();
-    ::unlinkat(ring_dirfd_, ("ring_" + std::to_string(index)).c_str(), 0);  // retried by the next thread
+    if (error.empty()) error = "no free stream number in " + output_dir_;
     if (!warned_attach_.exchange(true, std::memory_order_relaxed)) {
       std::fprintf(stderr, "hushtrace: %s; the events of threads without a buffer are discarded\n",
                    error.c_str());
@@ -321,10 +408,10 @@ ring::Ring* Core::Attach(internal::ThreadWriter& w) {
   return slot.ring.get();
 }
 
-ring::Ring* Core::AttachLocked(internal::ThreadWriter& w) {
+ring::Ring* Core::AttachLocked(internal::ThreadWriter& w, bool fresh) {
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_) return nullptr;
-  return Attach(w);
+  return Attach(w, fresh);
 }
 
 void Core::Detach(internal::ThreadWriter& w) {
@@ -377,7 +464,7 @@ void Core::ConsumerLoop() {
     if (std::chrono::steady_clock::now() >= next_refine) {
       // Keep the metadata's clock calibration recent for a trace whose writer might crash.
       std::lock_guard<std::mutex> session_lock(mu_);
-      if (!stopped_) {
+      if (!stopped_ && !forked_child_) {
         clock::Refine(calibration_);
         std::string error;
         WriteMetadata(&error);
@@ -411,6 +498,7 @@ bool Core::Snapshot(std::string* error) {
 }
 
 void Core::Stop() {
+  if (sched_) sched_->Stop();  // before mu_: its last drain attaches and writes rings
   std::unique_lock<std::mutex> lock(mu_);
   if (stopped_) return;
   stopped_ = true;
@@ -456,9 +544,11 @@ void Core::Stop() {
   if (consumer_.joinable()) consumer_.join();
   WriteAll(true);
   lock.lock();
-  clock::Refine(calibration_);
-  std::string error;
-  if (!WriteMetadata(&error)) std::fprintf(stderr, "hushtrace: %s\n", error.c_str());
+  if (!forked_child_) {  // a fork child shares its parent's metadata (docs/format.md)
+    clock::Refine(calibration_);
+    std::string error;
+    if (!WriteMetadata(&error)) std::fprintf(stderr, "hushtrace: %s\n", error.c_str());
+  }
   if (const std::uint64_t lost = Stats().events_lost_on_write; lost != 0) {
     std::fprintf(stderr, "hushtrace: %llu events were lost because %s could not be written\n",
                  static_cast<unsigned long long>(lost), output_dir_.c_str());
@@ -468,9 +558,10 @@ void Core::Stop() {
   for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
     ::close(slots_[i].stream_fd);
     slots_[i].stream_fd = -1;
-    ::unlinkat(ring_dirfd_, ("ring_" + std::to_string(i)).c_str(), 0);
+    ::unlinkat(ring_dirfd_, ("ring_" + std::to_string(slots_[i].ring->index())).c_str(), 0);
   }
-  ::unlinkat(dirfd_, ".ring", AT_REMOVEDIR);
+  // Processes following this one (fork children) may still create rings in .ring: it stays.
+  if (!options_.follow_children) ::unlinkat(dirfd_, ".ring", AT_REMOVEDIR);
   ::close(ring_dirfd_);
   ::close(dirfd_);
 }

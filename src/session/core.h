@@ -26,6 +26,7 @@
 #include "hushtrace/session.h"
 #include "registry/registry.h"
 #include "ring/ring_buffer.h"
+#include "sched/sched_recorder.h"
 
 namespace hush::session {
 
@@ -43,6 +44,9 @@ class Core {
   // In a forked child: the parent's session and rings are not ours. Turns tracing off in the
   // child without touching the shared rings (called from a pthread_atfork child handler).
   static void ForgetInChild();
+  // pthread_atfork child handler: ForgetInChild(), or with SessionOptions::follow_children, a
+  // new session for the child in the same trace (docs/format.md, "Processes").
+  static void OnForkChild();
 
   bool Start(const SessionOptions& options, std::string* error);
   void Stop();
@@ -51,8 +55,9 @@ class Core {
   const std::string& output_dir() const { return output_dir_; }
 
   // Slow path helpers (emitting thread).
-  // Gives `w` a ring (takes mu_).
-  ring::Ring* AttachLocked(internal::ThreadWriter& w);
+  // Gives `w` a ring (takes mu_). `fresh`: a new ring, never one an exited thread left (for
+  // writers whose events may be older than that thread's last packet: src/sched).
+  ring::Ring* AttachLocked(internal::ThreadWriter& w, bool fresh = false);
   void Detach(internal::ThreadWriter& w);  // takes mu_
   void WakeConsumer();
   // Stream mode: starts the consumer thread on the first closed packet, so a short program whose
@@ -61,6 +66,7 @@ class Core {
   bool use_tsc() const { return calibration_.use_tsc; }
   std::uint64_t generation() const { return generation_; }
   void WarnOnce(std::atomic<bool>& flag, const char* message);
+  const clock::Calibration& calibration() const { return calibration_; }  // as of Start()
   std::atomic<bool> warned_oversize_{false};
   std::atomic<bool> warned_alloc_{false};
   std::atomic<bool> warned_attach_{false};  // a thread's buffer could not be created
@@ -69,7 +75,7 @@ class Core {
   void ConsumerLoop();
   void SignalLoop();
   bool WriteMetadata(std::string* error);
-  ring::Ring* Attach(internal::ThreadWriter& w);  // mu_ held
+  ring::Ring* Attach(internal::ThreadWriter& w, bool fresh = false);  // mu_ held
   void WriteAll(bool include_open);
 
   static std::atomic<Core*> active_;
@@ -82,6 +88,8 @@ class Core {
   int dirfd_ = -1;
   int ring_dirfd_ = -1;
   std::uint64_t generation_ = 0;
+  bool forked_child_ = false;  // a fork child's session: writes streams, never the metadata
+  std::uint32_t next_file_index_ = 0;  // mu_: next N to try for ring_<N> / stream_<N>
   std::size_t subbuf_size_ = 0;
   std::uint32_t subbuf_count_ = 0;
   format::TraceInfo info_;
@@ -97,7 +105,29 @@ class Core {
   bool stopping_ = false;  // guarded by wake_mu_
   bool stopped_ = false;   // guarded by mu_
   std::atomic<bool> write_error_reported_{false};
+  // --sched: perf context-switch records (src/sched). Started last by Start(), stopped first
+  // by Stop() so that its final drain lands in the rings before they are written out.
+  std::unique_ptr<sched::SchedRecorder> sched_;
 };
+
+// The clock UUID in DIR/metadata ("" if DIR holds no readable hushtrace metadata).
+std::string ClockUuidOfTrace(const std::string& dir);
+// The next session started in this process uses this clock UUID (a 36-character UUID string).
+void InheritClockUuid(const std::string& uuid);
+
+// In a fork child: forgets the calling thread's cached tid (thread_attach.cc).
+void ForgetThreadInChild();
+
+// Writes an event header into `r` for the writer `w` (which `r` is attached to), opening a new
+// packet (stamped with `tid` and `name`) when the open one is full. Returns where the payload
+// goes, or nullptr when the event is dropped (and counted). `own_thread`: `w` is the calling
+// thread's writer and `name` is refreshed from the thread's name once per packet.
+char* ReserveInRing(Core* core, ring::Ring* r, internal::ThreadWriter& w, std::uint32_t id,
+                    std::uint64_t ts, std::size_t payload_size, std::uint32_t tid, char* name,
+                    bool own_thread);
+
+// The first line (at most 63 bytes) of a small /proc file, without its newline; "" if unreadable.
+std::string ReadProcLine(const std::string& path);
 
 // Registry shared by all sessions of the process (descriptors outlive sessions).
 registry::Registry& GlobalRegistry();

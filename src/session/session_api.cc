@@ -84,7 +84,7 @@ std::unique_ptr<Session> Session::Start(const SessionOptions& options, std::stri
   std::lock_guard<std::mutex> lock(g_api_mu);
   std::string local_error;
   if (error == nullptr) error = &local_error;
-  if (options.events.empty()) {
+  if (options.events.empty() && !options.sched) {
     *error = "no events requested";
     return nullptr;
   }
@@ -134,9 +134,15 @@ namespace internal {
 // writer (see thread_attach.cc) so static links keep it.
 void StartFromEnvironment() {
   const char* events = ::secure_getenv("HUSHTRACE_EVENTS");
-  if (events == nullptr || *events == '\0') return;  // the common case: nothing else happens
+  const char* sched = ::secure_getenv("HUSHTRACE_SCHED");
+  const char* follow = ::secure_getenv("HUSHTRACE_FOLLOW");
+  const bool want_sched = sched != nullptr && std::string(sched) == "1";
+  // The common case: nothing else happens.
+  if ((events == nullptr || *events == '\0') && !want_sched) return;
   SessionOptions options;
-  options.events = SplitList(events);
+  options.events = SplitList(events != nullptr ? events : "");
+  options.sched = want_sched;
+  options.follow_children = follow != nullptr && std::string(follow) == "1";
   if (const char* out = ::secure_getenv("HUSHTRACE_OUTPUT"); out != nullptr && *out != '\0') {
     options.output_dir = out;
   }
@@ -158,6 +164,16 @@ void StartFromEnvironment() {
                    "tracing is off\n",
                    size);
       return;
+    }
+  }
+  if (options.follow_children && !options.output_dir.empty()) {
+    // HUSHTRACE_OUTPUT already holds a trace: an ancestor that follows its children exec'd this
+    // program. Its events get their own trace in a subdirectory (its event ids differ), on the
+    // root trace's clock (docs/format.md, "Processes").
+    const std::string clock_uuid = session::ClockUuidOfTrace(options.output_dir);
+    if (!clock_uuid.empty()) {
+      options.output_dir += "/proc-" + std::to_string(::getpid());
+      session::InheritClockUuid(clock_uuid);
     }
   }
   std::string error;

@@ -66,29 +66,20 @@ ring::Ring* AttachThisThread(Core* core, internal::ThreadWriter& w) {
 }
 
 }  // namespace
+
+void ForgetThreadInChild() { t_tid = 0; }
+
 }  // namespace hush::session
 
-namespace hush::internal {
 
-char* ReserveSlow(ThreadWriter& w, std::uint32_t id, std::uint64_t ts, std::size_t payload_size) {
-  using session::Core;
-  Core* core = Core::Active();
-  auto* r = static_cast<ring::Ring*>(w.ring);
-  const bool attached = core != nullptr && r != nullptr && w.generation == core->generation();
-  if (w.nesting.load(std::memory_order_relaxed) != 1) {
-    if (attached) r->CountDiscarded(1);
-    return nullptr;
-  }
-  if (core == nullptr) return nullptr;
-  if (!core->use_tsc()) ts = clock::Now(false);
-  if (!attached) {
-    if (r == nullptr && w.generation == core->generation()) return nullptr;  // attach failed
-    r = session::AttachThisThread(core, w);
-    if (r == nullptr) return nullptr;
-    // The ring may have carried another thread's packets until just now: stamp this first event
-    // at attach time so that the stream's timestamps never go backwards.
-    ts = std::max(clock::Now(core->use_tsc()), r->LastEndTimestamp());
-  }
+namespace hush::session {
+
+char* ReserveInRing(Core* core, ring::Ring* r, internal::ThreadWriter& w, std::uint32_t id,
+                    std::uint64_t ts, std::size_t payload_size, std::uint32_t tid, char* name,
+                    bool own_thread) {
+  using internal::kCompactHeaderSize;
+  using internal::kCompactTimestampRange;
+  using internal::kExtendedId;
   const std::size_t max_payload = r->MaxEventSize() - 13;
   if (payload_size > max_payload) {
     r->CountDiscarded(1);
@@ -102,8 +93,8 @@ char* ReserveSlow(ThreadWriter& w, std::uint32_t id, std::uint64_t ts, std::size
     if (r->HasOpenPacket()) core->EnsureConsumer();
     r->ClosePacket(w, ts);
     // Once per packet: picks up a name the thread set after its first event.
-    ::prctl(PR_GET_NAME, session::t_name, 0, 0, 0);
-    if (!r->OpenPacket(w, ts, session::t_tid, session::t_name)) {
+    if (own_thread) ::prctl(PR_GET_NAME, name, 0, 0, 0);
+    if (!r->OpenPacket(w, ts, tid, name)) {
       r->CountDiscarded(1);
       core->EnsureConsumer();
       core->WakeConsumer();
@@ -128,6 +119,33 @@ char* ReserveSlow(ThreadWriter& w, std::uint32_t id, std::uint64_t ts, std::size
   }
   w.last_ts = ts;
   return p + header;
+}
+
+}  // namespace hush::session
+
+namespace hush::internal {
+
+char* ReserveSlow(ThreadWriter& w, std::uint32_t id, std::uint64_t ts, std::size_t payload_size) {
+  using session::Core;
+  Core* core = Core::Active();
+  auto* r = static_cast<ring::Ring*>(w.ring);
+  const bool attached = core != nullptr && r != nullptr && w.generation == core->generation();
+  if (w.nesting.load(std::memory_order_relaxed) != 1) {
+    if (attached) r->CountDiscarded(1);
+    return nullptr;
+  }
+  if (core == nullptr) return nullptr;
+  if (!core->use_tsc()) ts = clock::Now(false);
+  if (!attached) {
+    if (r == nullptr && w.generation == core->generation()) return nullptr;  // attach failed
+    r = session::AttachThisThread(core, w);
+    if (r == nullptr) return nullptr;
+    // The ring may have carried another thread's packets until just now: stamp this first event
+    // at attach time so that the stream's timestamps never go backwards.
+    ts = std::max(clock::Now(core->use_tsc()), r->LastEndTimestamp());
+  }
+  return session::ReserveInRing(core, r, w, id, ts, payload_size, session::t_tid, session::t_name,
+                                /*own_thread=*/true);
 }
 
 }  // namespace hush::internal

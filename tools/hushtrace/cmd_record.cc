@@ -26,8 +26,8 @@ constexpr char kUsage[] =
     "usage: hushtrace record [options] [--] PROGRAM [ARGS...]\n"
     "\n"
     "Runs PROGRAM with a tracing session. The hushtrace runtime linked into PROGRAM starts the\n"
-    "session from the environment (HUSHTRACE_EVENTS, HUSHTRACE_OUTPUT, HUSHTRACE_MODE and\n"
-    "HUSHTRACE_BUFFER_SIZE, set here), writes the trace when PROGRAM exits, and babeltrace2 reads "
+    "session from the environment (HUSHTRACE_EVENTS, HUSHTRACE_OUTPUT, HUSHTRACE_MODE,\n"
+    "HUSHTRACE_BUFFER_SIZE, HUSHTRACE_SCHED and HUSHTRACE_FOLLOW, set here), writes the trace when PROGRAM exits, and babeltrace2 reads "
     "it.\n"
     "\n"
     "options:\n"
@@ -41,6 +41,12 @@ constexpr char kUsage[] =
     "      --buffer-size SIZE   ring buffer per thread: bytes or with a k, M or G suffix (256k, "
     "4M),\n"
     "                           from 16k to 4G. Default: 1M\n"
+    "      --sched              also record PROGRAM's scheduler events (sched:switch_in/out,\n"
+    "                           thread_start/exit/name) from perf_event_open; if the kernel\n"
+    "                           refuses, PROGRAM says so once and the rest is recorded\n"
+    "      --no-follow          children of PROGRAM do not trace. Default: a forked child writes\n"
+    "                           its own streams into the trace, and an exec'd program linked with\n"
+    "                           the runtime records into DIR/proc-PID (docs/format.md)\n"
     "  -h, --help               print this help\n"
     "\n"
     "The first argument that is not an option starts the command line of PROGRAM (a PATH lookup\n"
@@ -227,6 +233,8 @@ struct Options {
   std::string output;
   std::string mode = "stream";
   std::string buffer_size = "1M";
+  bool sched = false;
+  bool follow = true;
   int program = 0;  // index in argv
 };
 
@@ -243,6 +251,14 @@ int ParseOptions(int argc, char** argv, Options* o) {
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
       return 0;
+    }
+    if (arg == "--sched") {
+      o->sched = true;
+      continue;
+    }
+    if (arg == "--no-follow") {
+      o->follow = false;
+      continue;
     }
     std::string name, value;
     bool has_value = false;
@@ -331,7 +347,9 @@ int RunRecord(int argc, char** argv) {
   if (::setenv("HUSHTRACE_EVENTS", events.c_str(), 1) != 0 ||
       ::setenv("HUSHTRACE_OUTPUT", abs_dir.c_str(), 1) != 0 ||
       ::setenv("HUSHTRACE_MODE", opts.mode.c_str(), 1) != 0 ||
-      ::setenv("HUSHTRACE_BUFFER_SIZE", opts.buffer_size.c_str(), 1) != 0) {
+      ::setenv("HUSHTRACE_BUFFER_SIZE", opts.buffer_size.c_str(), 1) != 0 ||
+      (opts.sched ? ::setenv("HUSHTRACE_SCHED", "1", 1) : ::unsetenv("HUSHTRACE_SCHED")) != 0 ||
+      ::setenv("HUSHTRACE_FOLLOW", opts.follow ? "1" : "0", 1) != 0) {
     std::fprintf(stderr, "hushtrace record: cannot set the environment: %s\n",
                  std::strerror(errno));
     remove_if_unused();

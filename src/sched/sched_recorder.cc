@@ -1,0 +1,236 @@
+#include "sched/sched_recorder.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "clock/clock.h"
+#include "sched/sched_events.h"
+#include "session/core.h"
+#include "session/masked_thread.h"
+
+namespace hush::sched {
+namespace {
+
+int RealPerfOpen(perf_event_attr* attr, int tid, int cpu) {
+  return static_cast<int>(::syscall(SYS_perf_event_open, attr, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC));
+}
+
+std::atomic<PerfOpenFn> g_open_fn{RealPerfOpen};
+
+// Ring size per CPU: the largest of these the memlock limit accepts (perf_event_mlock_kb is
+// 516 KiB per CPU for non-root users; other perf users of the same account share it).
+constexpr std::size_t kDataPages[] = {64, 16, 4};
+
+std::vector<int> ThreadsOfThisProcess() {
+  std::vector<int> tids;
+  DIR* d = ::opendir("/proc/self/task");
+  if (d == nullptr) return {static_cast<int>(::syscall(SYS_gettid))};
+  while (const dirent* e = ::readdir(d)) {
+    if (e->d_name[0] >= '0' && e->d_name[0] <= '9') tids.push_back(std::atoi(e->d_name));
+  }
+  ::closedir(d);
+  return tids;
+}
+
+std::string ThreadComm(int tid) { return session::ReadProcLine("/proc/self/task/" + std::to_string(tid) + "/comm"); }
+
+}  // namespace
+
+void SchedRecorder::SetOpenFnForTest(PerfOpenFn fn) { g_open_fn.store(fn != nullptr ? fn : RealPerfOpen); }
+
+SchedRecorder::SchedRecorder(session::Core* core)
+    : core_(core),
+      use_tsc_(core->use_tsc()),
+      clock_(core->use_tsc(), static_cast<long double>(core->calibration().freq_hz) / 1e9L) {}
+
+std::unique_ptr<SchedRecorder> SchedRecorder::Start(session::Core* core, std::string* error) {
+  std::unique_ptr<SchedRecorder> s(new SchedRecorder(core));
+  s->pid_ = static_cast<std::uint32_t>(::getpid());
+  const std::vector<int> tids = ThreadsOfThisProcess();
+  s->SamplePair();  // before any record can exist
+  // Older than every record: the initial names are stamped with it, so they never push a
+  // stream's time past records still to come.
+  s->start_ts_ = clock::Now(s->use_tsc_);
+  int err = 0;
+  std::string message;
+  bool opened = false;
+  for (std::size_t pages : kDataPages) {
+    opened = s->perf_.Open(s->clock_.perf_clock(), pages, tids, g_open_fn.load(), &err, &message);
+    if (opened || (err != EPERM && err != ENOMEM) || message.rfind("mmap", 0) != 0) break;
+  }
+  if (!opened) {
+    *error = message;
+    if (err == EACCES || err == EPERM) {
+      std::string level = session::ReadProcLine("/proc/sys/kernel/perf_event_paranoid");
+      *error += " (kernel.perf_event_paranoid is " + (level.empty() ? "unreadable" : level) +
+                "; 3 or more, or a seccomp filter, refuses it)";
+    } else if (err == ENOSYS) {
+      *error += " (the kernel or a seccomp filter does not offer perf_event_open)";
+    }
+    return nullptr;
+  }
+  s->wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (s->wake_fd_ < 0) {
+    *error = std::string("eventfd: ") + std::strerror(errno);
+    return nullptr;
+  }
+  s->stream_count_ = s->perf_.cpu_count();
+  s->streams_.reset(new CpuStream[s->stream_count_]);
+  for (std::size_t i = 0; i < s->stream_count_; ++i) {
+    std::snprintf(s->streams_[i].name, sizeof s->streams_[i].name, "hush-sched/%u", static_cast<unsigned>(s->perf_.cpu(i)) % 10000u);
+  }
+  s->initial_tids_ = tids;
+  SchedRecorder* self = s.get();
+  s->thread_ = session::StartMaskedThread("hush-sched", [self] { self->Loop(); });
+  return s;
+}
+
+SchedRecorder::~SchedRecorder() {
+  Stop();
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+}
+
+void SchedRecorder::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  if (thread_.joinable()) {
+    const std::uint64_t one = 1;
+    while (::write(wake_fd_, &one, sizeof one) < 0 && errno == EINTR) {
+    }
+    thread_.join();
+  }
+  for (std::size_t i = 0; i < stream_count_; ++i) {
+    CpuStream& s = streams_[i];
+    if (s.ring != nullptr) core_->Detach(s.w);
+    s.ring = nullptr;
+  }
+  perf_.Close();  // the session's Core outlives it (core.h): free the kernel's buffers now
+}
+
+void SchedRecorder::SamplePair() {
+  if (!use_tsc_) return;
+  std::uint64_t ticks = 0, ns = 0;
+  SampleRawPair(static_cast<long double>(core_->calibration().freq_hz) / 1e9L, &ticks, &ns);
+  clock_.AddPair(ticks, ns);
+}
+
+void SchedRecorder::Loop() {
+  reader_tid_.store(static_cast<std::uint32_t>(::syscall(SYS_gettid)), std::memory_order_relaxed);
+  std::vector<pollfd> fds;
+  fds.push_back({wake_fd_, POLLIN, 0});
+  for (int fd : perf_.fds()) fds.push_back({fd, POLLIN, 0});
+  // Here, not in Start(): Start() runs under the session mutex, which attaching a ring takes.
+  // Every CPU's stream gets its ring now, so its first packet begins at the session's start.
+  for (std::size_t i = 0; i < stream_count_; ++i) {
+    std::uint64_t ts = start_ts_;
+    Attach(streams_[i], &ts);
+  }
+  EmitInitialNames(initial_tids_);
+  for (;;) {
+    const int n = ::poll(fds.data(), fds.size(), 50);
+    const bool stopping = n > 0 && (fds[0].revents & POLLIN) != 0;
+    DrainAll();
+    if (stopping) return;
+  }
+}
+
+void SchedRecorder::DrainAll() {
+  // Heads first, then the clock pair: every record drained below was written before the pair,
+  // so conversions interpolate or extrapolate by at most one drain period.
+  perf_.SnapshotHeads();
+  SamplePair();
+  for (std::size_t i = 0; i < stream_count_; ++i) {
+    perf_.Drain(i, [this, i](const PerfRecord& r) { OnRecord(i, r); });
+  }
+}
+
+bool SchedRecorder::Attach(CpuStream& s, std::uint64_t* ts) {
+  if (s.ring == nullptr) {
+    s.ring = core_->AttachLocked(s.w, /*fresh=*/true);
+    if (s.ring == nullptr) return false;
+    s.w.ring = s.ring;
+    s.w.generation = core_->generation();
+    s.w.last_ts = s.ring->LastEndTimestamp();
+  }
+  // Per-CPU perf rings are in time order; the clamp only absorbs conversion jitter so that the
+  // stream never goes back in time (CTF requires it).
+  *ts = std::max(*ts, s.w.last_ts);
+  return true;
+}
+
+template <typename... Fields, typename... Args>
+void SchedRecorder::WriteFields(CpuStream& s, std::uint32_t id, std::uint64_t ts, const Args&... args) {
+  if (!Attach(s, &ts)) return;
+  const std::size_t payload = (std::size_t{0} + ... + internal::FieldTraits<Fields>::Size(args));
+  const std::uint32_t previous = internal::EnterEvent(s.w);
+  const std::uint32_t vtid = reader_tid_.load(std::memory_order_relaxed);
+  if (char* p = session::ReserveInRing(core_, s.ring, s.w, id, ts, payload, vtid, s.name, false)) {
+    ((p = internal::FieldTraits<Fields>::Write(p, args)), ...);
+    internal::CommitEvent(s.w, p, s.w.last_ts);
+  }
+  internal::LeaveEvent(s.w, previous);
+}
+
+template <typename Spec, typename... Args>
+void SchedRecorder::Write(CpuStream& s, std::uint64_t ts, const Args&... args) {
+  auto& descriptor = internal::site_descriptor<Spec>;
+  HUSH_INTERNAL_REGISTER_DESCRIPTOR(descriptor);
+  const std::uint32_t state = descriptor.state.load(std::memory_order_relaxed);
+  if (state == 0) return;
+  [&]<typename... Fields>(internal::FieldList<Fields...>) {
+    WriteFields<Fields...>(s, state - 1, ts, args...);
+  }(typename Spec::Fields{});
+}
+
+void SchedRecorder::EmitInitialNames(const std::vector<int>& tids) {
+  const std::uint64_t ts = start_ts_;
+  for (int tid : tids) {
+    const std::string name = ThreadComm(tid);
+    if (!name.empty()) {
+      Write<hush_tp_sched_thread_name>(streams_[0], ts, static_cast<std::uint32_t>(tid), std::string_view(name));
+    }
+  }
+}
+
+void SchedRecorder::OnRecord(std::size_t stream, const PerfRecord& r) {
+  CpuStream& s = streams_[stream];
+  const std::uint64_t ts = clock_.ToSession(r.time);
+  // The reader's own thread is left out (its start, name and switches are ours, not the app's).
+  if (r.kind != PERF_RECORD_LOST && r.tid == reader_tid_.load(std::memory_order_relaxed)) return;
+  switch (r.kind) {
+    case PERF_RECORD_SWITCH:
+      if (r.pid != pid_) return;
+      if (r.switch_out) {
+        Write<hush_tp_sched_switch_out>(s, ts, r.tid, static_cast<std::uint8_t>(r.preempted), r.cpu);
+      } else {
+        Write<hush_tp_sched_switch_in>(s, ts, r.tid, r.cpu);
+      }
+      break;
+    case PERF_RECORD_FORK:
+      if (r.pid == pid_ && r.ppid == pid_ && r.tid != pid_) Write<hush_tp_sched_thread_start>(s, ts, r.tid);
+      break;
+    case PERF_RECORD_EXIT:
+      if (r.pid == pid_) Write<hush_tp_sched_thread_exit>(s, ts, r.tid);
+      break;
+    case PERF_RECORD_COMM:
+      if (r.pid == pid_) Write<hush_tp_sched_thread_name>(s, ts, r.tid, std::string_view(r.comm));
+      break;
+    case PERF_RECORD_LOST: {
+      std::uint64_t now = ts;
+      if (Attach(s, &now)) s.ring->CountDiscarded(r.lost);
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+}  // namespace hush::sched

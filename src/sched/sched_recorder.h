@@ -1,0 +1,78 @@
+// --sched: moves perf context-switch, task and comm records of this process's threads into the
+// trace as sched:* events (sched_events.h), one stream per CPU.
+//
+// Threads: one library thread, `hush-sched`, started by Start() with every asynchronous signal
+// blocked, owns the perf rings and the per-CPU writers. It wakes when a perf ring is a quarter
+// full or every 50 ms, converts timestamps (clock_map.h) and writes the events through the
+// session's ring machinery (session::ReserveInRing) with writers that only it uses. Stop() (from
+// Core::Stop, before the session's final write) wakes it for a last drain and joins it.
+#ifndef HUSHTRACE_SRC_SCHED_SCHED_RECORDER_H_
+#define HUSHTRACE_SRC_SCHED_SCHED_RECORDER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "hushtrace/internal/thread_writer.h"
+#include "sched/clock_map.h"
+#include "sched/perf_ring.h"
+
+namespace hush::session {
+class Core;
+}
+namespace hush::ring {
+class Ring;
+}
+
+namespace hush::sched {
+
+class SchedRecorder {
+ public:
+  // Opens the perf events and starts the reader thread. Returns nullptr when the kernel refuses
+  // (the caller warns with `*error` and records the rest of the trace).
+  static std::unique_ptr<SchedRecorder> Start(session::Core* core, std::string* error);
+  ~SchedRecorder();
+  // Final drain, then releases the session's rings. Idempotent.
+  void Stop();
+  // Tests: replaces perf_event_open (nullptr restores it).
+  static void SetOpenFnForTest(PerfOpenFn fn);
+
+ private:
+  struct CpuStream {
+    internal::ThreadWriter w{};
+    ring::Ring* ring = nullptr;
+    char name[16] = {};
+  };
+  explicit SchedRecorder(session::Core* core);
+  void Loop();
+  void DrainAll();
+  void OnRecord(std::size_t stream, const PerfRecord& r);
+  void SamplePair();
+  bool Attach(CpuStream& s, std::uint64_t* ts);
+  template <typename Spec, typename... Args>
+  void Write(CpuStream& s, std::uint64_t ts, const Args&... args);
+  template <typename... Fields, typename... Args>
+  void WriteFields(CpuStream& s, std::uint32_t id, std::uint64_t ts, const Args&... args);
+  void EmitInitialNames(const std::vector<int>& tids);
+
+  session::Core* core_;
+  bool use_tsc_;
+  ClockMap clock_;
+  PerfRings perf_;
+  std::unique_ptr<CpuStream[]> streams_;  // one per perf ring (CPU)
+  std::size_t stream_count_ = 0;
+  std::uint32_t pid_ = 0;
+  std::uint64_t start_ts_ = 0;  // session clock, taken before the perf events were opened
+  std::vector<int> initial_tids_;  // threads at start: their names are emitted first
+  std::atomic<std::uint32_t> reader_tid_{0};
+  int wake_fd_ = -1;  // eventfd: Stop() -> reader
+  std::thread thread_;
+  bool stopped_ = false;
+};
+
+}  // namespace hush::sched
+
+#endif  // HUSHTRACE_SRC_SCHED_SCHED_RECORDER_H_

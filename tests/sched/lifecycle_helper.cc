@@ -1,0 +1,62 @@
+// A traced program for the process lifecycle tests: forks and execs itself.
+//   lifecycle_helper exec-parent   emits lc:hello gen=0, runs `lifecycle_helper exec-child`
+//                                  (fork + exec), waits for it, emits gen=2
+//   lifecycle_helper exec-child    emits lc:hello gen=1 (10 times)
+//   lifecycle_helper fork          emits gen=0, forks a child that emits gen=1 (10 times) and
+//                                  exits normally, waits for it, emits gen=2
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "hushtrace/hushtrace.h"
+
+HUSH_TRACEPOINT(lc, hello, (std::uint32_t, gen), (std::uint32_t, pid), (std::uint32_t, i))
+
+namespace {
+
+void Emit(std::uint32_t gen, int n) {
+  for (int i = 0; i < n; ++i) HUSH_TRACE(lc, hello, gen, static_cast<std::uint32_t>(::getpid()), static_cast<std::uint32_t>(i));
+}
+
+int WaitFor(pid_t pid) {
+  int status = 0;
+  if (::waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::fprintf(stderr, "lifecycle_helper: child failed (status %d)\n", status);
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) return 2;
+  const std::string mode = argv[1];
+  if (mode == "exec-child") {
+    Emit(1, 10);
+    return 0;
+  }
+  if (mode != "exec-parent" && mode != "fork") return 2;
+  Emit(0, 10);
+  const pid_t pid = ::fork();
+  if (pid < 0) return 1;
+  if (pid == 0) {
+    if (mode == "fork") {
+      Emit(1, 10);
+      std::exit(0);
+    }
+    char child_mode[] = "exec-child";
+    char* args[] = {argv[0], child_mode, nullptr};
+    ::execv("/proc/self/exe", args);
+    std::perror("execv");
+    ::_exit(127);
+  }
+  std::printf("child %d\n", static_cast<int>(pid));
+  const int status = WaitFor(pid);
+  Emit(2, 10);
+  return status;
+}

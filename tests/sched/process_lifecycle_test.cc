@@ -1,0 +1,254 @@
+// fork and exec under a session that follows its children (SessionOptions::follow_children,
+// HUSHTRACE_FOLLOW=1, the default of `hushtrace record`): a forked child writes its own rings
+// and streams into the same trace, with its pid in their packet context, never into its parent's
+// buffers, even when another thread was emitting at fork time; an exec'd program linked with the
+// runtime records into DIR/proc-PID on the root trace's clock.
+#include <gtest/gtest.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "hushtrace/hushtrace.h"
+#include "hushtrace/reader.h"
+#include "hushtrace/session.h"
+#include "runtime/test_util.h"
+
+HUSH_TRACEPOINT(lct, seq, (std::uint32_t, pid), (std::uint64_t, seq))
+
+namespace {
+
+using hushtest::ReadTrace;
+using hushtest::TempDir;
+using hushtest::Trace;
+using hushtest::TraceEvent;
+
+std::uint32_t Pid() { return static_cast<std::uint32_t>(::getpid()); }
+
+TEST(ProcessLifecycle, ForkedChildrenWriteTheirOwnStreamsWhileAThreadEmits) {
+  TempDir dir("lifecycle");
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // see runtime/mt_common.h Start()
+  hush::SessionOptions o;
+  o.events = {"lct:*"};
+  o.output_dir = dir.Sub("trace");
+  o.buffer_size = 256 << 10;
+  o.follow_children = true;
+  std::string error;
+  auto s = hush::Session::Start(o, &error);
+  ASSERT_NE(s, nullptr) << error;
+
+  std::atomic<bool> quit{false};
+  std::atomic<std::uint32_t> emitter_tid{0};
+  std::thread emitter([&] {
+    emitter_tid = static_cast<std::uint32_t>(::syscall(SYS_gettid));
+    for (std::uint64_t i = 0; !quit.load(std::memory_order_relaxed); ++i) HUSH_TRACE(lct, seq, Pid(), i);
+  });
+  HUSH_TRACE(lct, seq, Pid(), 0);  // this thread's writer points into a ring of the parent
+  constexpr int kChildren = 5;
+  constexpr std::uint64_t kChildEvents = 1000;
+  std::vector<std::uint32_t> kids;
+  for (int k = 0; k < kChildren; ++k) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // the emitter is mid-stream
+    std::fflush(nullptr);
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      for (std::uint64_t i = 0; i < kChildEvents; ++i) HUSH_TRACE(lct, seq, Pid(), i);
+      std::exit(0);  // the atexit handler stops the child's session
+    }
+    kids.push_back(static_cast<std::uint32_t>(pid));
+  }
+  for (std::uint32_t pid : kids) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(static_cast<pid_t>(pid), &status, 0), static_cast<pid_t>(pid));
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child " << pid << " status " << status;
+  }
+  HUSH_TRACE(lct, seq, Pid(), 1);
+  quit = true;
+  emitter.join();
+  s->Stop();
+
+  const Trace t = ReadTrace(s->output_dir());
+  ASSERT_TRUE(t.ok) << t.error;
+  std::map<std::uint32_t, std::vector<const TraceEvent*>> by_pid;
+  std::map<std::uint64_t, std::set<std::uint32_t>> pids_of_stream;
+  for (const TraceEvent& e : t.events) {
+    const auto pid = static_cast<std::uint32_t>(e.U("pid"));
+    by_pid[pid].push_back(&e);
+    pids_of_stream[e.stream].insert(pid);
+  }
+  for (const auto& [stream, pids] : pids_of_stream) {
+    EXPECT_EQ(pids.size(), 1u) << "stream " << stream << " holds the events of one process";
+  }
+  for (std::uint32_t kid : kids) {
+    const auto& events = by_pid[kid];
+    ASSERT_EQ(events.size(), kChildEvents) << "child " << kid;
+    for (std::uint64_t i = 0; i < kChildEvents; ++i) {
+      EXPECT_EQ(events[i]->U("seq"), i);
+      EXPECT_EQ(events[i]->vtid, static_cast<std::int64_t>(kid)) << "the child's only thread";
+    }
+  }
+  // The parent's emitter: strictly increasing, every gap counted as discarded on its stream.
+  std::uint64_t expected = 0, missing = 0, emitter_events = 0;
+  std::set<std::uint64_t> emitter_streams;
+  for (const TraceEvent* e : by_pid[Pid()]) {
+    if (e->vtid != static_cast<std::int64_t>(emitter_tid.load())) continue;
+    ASSERT_GE(e->U("seq"), expected);
+    missing += e->U("seq") - expected;
+    expected = e->U("seq") + 1;
+    ++emitter_events;
+    emitter_streams.insert(e->stream);
+  }
+  EXPECT_GT(emitter_events, 0u);
+  std::uint64_t discarded = 0;
+  for (std::uint64_t st : emitter_streams) discarded += t.discarded.count(st) ? t.discarded.at(st) : 0;
+  EXPECT_EQ(missing, discarded);
+  std::uint64_t main_events = 0;
+  for (const TraceEvent* e : by_pid[Pid()]) main_events += e->vtid == static_cast<std::int64_t>(Pid());
+  EXPECT_EQ(main_events, 2u) << "the parent's main thread, before and after the forks";
+
+  // Each child's pid is in its packets' context; babeltrace2 and the reader library read it all.
+  const hushtest::ProcessResult bt = hushtest::RunBabeltrace(s->output_dir());
+  ASSERT_TRUE(bt.exited && bt.exit_code == 0) << bt.Describe();
+  for (std::uint32_t kid : kids) {
+    EXPECT_NE(bt.out.find("vpid = " + std::to_string(kid) + ","), std::string::npos) << kid;
+  }
+  auto trace = hush::reader::Trace::Open(s->output_dir(), &error);
+  ASSERT_NE(trace, nullptr) << error;
+  hush::reader::EventIterator it(*trace);
+  std::uint64_t n = 0;
+  while (it.Next()) ++n;
+  EXPECT_TRUE(it.error().empty()) << it.error();
+  EXPECT_EQ(n, t.events.size());
+}
+
+// --- through `hushtrace record` and a separate program ------------------------------------------
+
+struct Recorded {
+  hushtest::ProcessResult record;
+  std::string dir;
+  std::uint32_t child = 0;
+};
+
+Recorded Record(const TempDir& tmp, const std::string& mode, bool follow, bool sched = false) {
+  Recorded r;
+  r.dir = tmp.Sub("trace");
+  std::vector<std::string> argv = {HUSH_CLI, "record", "-e", "lc:*", "-o", r.dir};
+  if (!follow) argv.push_back("--no-follow");
+  if (sched) argv.push_back("--sched");
+  argv.push_back(HUSH_LIFECYCLE_HELPER);
+  argv.push_back(mode);
+  r.record = hushtest::RunProcess(argv, hushtest::ChildEnv());
+  const std::size_t at = r.record.out.find("child ");
+  if (at != std::string::npos) r.child = static_cast<std::uint32_t>(std::stoul(r.record.out.substr(at + 6)));
+  return r;
+}
+
+// babeltrace2 on the trace directories given (it does not descend into a trace's subdirectories:
+// an exec'd program's trace DIR/proc-PID is named on the command line, docs/format.md).
+hushtest::ProcessResult Babeltrace(const std::vector<std::string>& dirs) {
+  std::vector<std::string> argv = {"/usr/bin/babeltrace2"};
+  argv.insert(argv.end(), dirs.begin(), dirs.end());
+  return hushtest::RunProcess(argv, hushtest::ChildEnv());
+}
+
+// gen -> pids of the lc:hello events, from the babeltrace2 reading of `dirs` on one timeline.
+std::map<std::uint64_t, std::multiset<std::uint64_t>> Generations(const std::vector<std::string>& dirs,
+                                                                   std::string* out) {
+  std::map<std::uint64_t, std::multiset<std::uint64_t>> gens;
+  const hushtest::ProcessResult bt = Babeltrace(dirs);
+  *out = bt.Describe();
+  if (!bt.exited || bt.exit_code != 0) return gens;
+  std::size_t at = 0;
+  while ((at = bt.out.find("lc:hello:", at)) != std::string::npos) {
+    const std::size_t g = bt.out.find("gen = ", at);
+    const std::size_t p = bt.out.find("pid = ", g);
+    gens[std::stoull(bt.out.substr(g + 6))].insert(std::stoull(bt.out.substr(p + 6)));
+    at = p;
+  }
+  return gens;
+}
+
+TEST(ProcessLifecycle, RecordFollowsAForkedChild) {
+  TempDir tmp("lifecycle_fork");
+  const Recorded r = Record(tmp, "fork", true);
+  ASSERT_TRUE(r.record.exited && r.record.exit_code == 0) << r.record.Describe();
+  ASSERT_NE(r.child, 0u);
+  std::string bt;
+  const auto gens = Generations({r.dir}, &bt);
+  ASSERT_EQ(gens.size(), 3u) << bt;
+  EXPECT_EQ(gens.at(1).size(), 10u);
+  EXPECT_EQ(gens.at(1).count(r.child), 10u);
+  EXPECT_EQ(gens.at(0).size(), 10u);
+  EXPECT_EQ(gens.at(2).size(), 10u);
+  EXPECT_EQ(gens.at(0).count(r.child), 0u);
+  // The reader library (hushtrace dump/report) reads the one trace with both processes.
+  const hushtest::ProcessResult dump = hushtest::RunProcess({HUSH_CLI, "dump", r.dir}, hushtest::ChildEnv());
+  EXPECT_TRUE(dump.exited && dump.exit_code == 0) << dump.Describe();
+}
+
+TEST(ProcessLifecycle, RecordFollowsAnExecdProgramIntoASubdirectory) {
+  TempDir tmp("lifecycle_exec");
+  const Recorded r = Record(tmp, "exec-parent", true);
+  ASSERT_TRUE(r.record.exited && r.record.exit_code == 0) << r.record.Describe();
+  ASSERT_NE(r.child, 0u);
+  const std::string sub = r.dir + "/proc-" + std::to_string(r.child);
+  ASSERT_TRUE(hushtest::Exists(sub + "/metadata")) << r.record.Describe();
+  std::string bt;
+  const auto gens = Generations({r.dir, sub}, &bt);
+  ASSERT_EQ(gens.size(), 3u) << bt;
+  EXPECT_EQ(gens.at(1).size(), 10u);
+  EXPECT_EQ(gens.at(1).count(r.child), 10u);
+  EXPECT_EQ(gens.at(0).size(), 10u);
+  EXPECT_EQ(gens.at(2).size(), 10u);
+  // One timeline: gen 0 < gen 1 < gen 2 in babeltrace2's time order.
+  const hushtest::ProcessResult out = Babeltrace({r.dir, sub});
+  const std::size_t last0 = out.out.rfind("gen = 0,");
+  const std::size_t first1 = out.out.find("gen = 1,");
+  const std::size_t last1 = out.out.rfind("gen = 1,");
+  const std::size_t first2 = out.out.find("gen = 2,");
+  EXPECT_LT(last0, first1);
+  EXPECT_LT(last1, first2);
+  const hushtest::ProcessResult dump = hushtest::RunProcess({HUSH_CLI, "dump", sub}, hushtest::ChildEnv());
+  EXPECT_TRUE(dump.exited && dump.exit_code == 0) << dump.Describe();
+}
+
+TEST(ProcessLifecycle, NoFollowLeavesChildrenUntraced) {
+  TempDir tmp("lifecycle_nofollow");
+  const Recorded r = Record(tmp, "exec-parent", false);
+  ASSERT_TRUE(r.record.exited && r.record.exit_code == 0) << r.record.Describe();
+  std::string bt;
+  const auto gens = Generations({r.dir}, &bt);
+  ASSERT_EQ(gens.size(), 2u) << bt;
+  EXPECT_EQ(gens.count(1), 0u);
+  EXPECT_FALSE(hushtest::Exists(r.dir + "/proc-" + std::to_string(r.child)));
+}
+
+// `hushtrace record --sched` passes HUSHTRACE_SCHED=1: the program's trace has sched:* events (or,
+// where the kernel refuses, the one warning and the rest of the trace).
+TEST(ProcessLifecycle, RecordSchedRecordsTheProgramsSwitches) {
+  TempDir tmp("lifecycle_sched");
+  const Recorded r = Record(tmp, "fork", true, true);
+  ASSERT_TRUE(r.record.exited && r.record.exit_code == 0) << r.record.Describe();
+  const hushtest::ProcessResult bt = Babeltrace({r.dir});
+  ASSERT_TRUE(bt.exited && bt.exit_code == 0) << bt.Describe();
+  EXPECT_NE(bt.out.find("lc:hello"), std::string::npos);
+  if (r.record.err.find("--sched: no scheduler events") != std::string::npos) {
+    GTEST_SKIP() << "perf_event_open refused here: " << r.record.err;
+  }
+  EXPECT_NE(bt.out.find("sched:switch_out"), std::string::npos) << bt.out;
+  EXPECT_NE(bt.out.find("sched:thread_name"), std::string::npos) << bt.out;
+  // The parent waits for its child: it was switched out while the child ran.
+  EXPECT_NE(bt.out.find("sched:switch_in"), std::string::npos) << bt.out;
+}
+
+}  // namespace
