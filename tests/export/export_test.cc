@@ -518,7 +518,8 @@ TEST_F(ExportTest, ChromeJsonParsesAndNests) {
     blob_utf8_hex += kHex[static_cast<unsigned char>(c) >> 4];
     blob_utf8_hex += kHex[static_cast<unsigned char>(c) & 15];
   }
-  EXPECT_EQ(with_prefix("string " + main_t + " ex:blob data "), std::vector<std::string>{blob_utf8_hex});
+  EXPECT_EQ(with_prefix("string " + main_t + " ex:blob data "),
+            std::vector<std::string>{blob_utf8_hex});
   EXPECT_EQ(with_prefix("end_args " + sched_pid + " " + std::to_string(r.main_tid) + " ").size(),
             static_cast<std::size_t>(kIters));
 }
@@ -537,6 +538,37 @@ TEST_F(ExportTest, BadArgumentsAndMissingTrace) {
       {bin_, "export", Recorded().dir, "--format", "perfetto", "-o", "/nonexistent/dir/out"});
   EXPECT_EQ(unwritable.exit_code, 1);
   EXPECT_NE(unwritable.err.find("cannot create"), std::string::npos) << unwritable.err;
+}
+
+// A trace whose writer died mid-packet: the complete events are exported, the file is valid and
+// every slice is closed; the reader's warning is passed on.
+TEST_F(ExportTest, TruncatedTraceStillGivesValidFiles) {
+  const Recording& r = Recorded();
+  const std::string copy = r.parent + "/truncated";
+  reader::test::CopyTree(r.dir, copy);
+  const std::string stream = copy + "/stream_0";
+  const std::string bytes = reader::test::ReadFile(stream);
+  ASSERT_GT(bytes.size(), 400u);
+  reader::test::WriteFile(stream, std::string_view(bytes).substr(0, bytes.size() - 300));
+  const CommandResult chrome =
+      RunCommand({bin_, "export", copy, "--format", "chrome", "-o", copy + ".json"});
+  ASSERT_EQ(chrome.exit_code, 0) << chrome.err;
+  EXPECT_NE(chrome.err.find("warning: "), std::string::npos) << chrome.err;
+  EXPECT_NE(chrome.err.find("truncated"), std::string::npos) << chrome.err;
+  const std::string script =
+      std::string(std::getenv("HUSH_SOURCE_DIR")) + "/tests/export/check_chrome_json.py";
+  const CommandResult chk = RunCommand({"/usr/bin/env", "python3", script, copy + ".json"});
+  EXPECT_EQ(chk.exit_code, 0) << chk.err;
+  const CommandResult pf =
+      RunCommand({bin_, "export", copy, "--format", "perfetto", "-o", copy + ".pftrace"});
+  ASSERT_EQ(pf.exit_code, 0) << pf.err;
+  const std::string proto_dir = std::string(std::getenv("HUSH_SOURCE_DIR")) + "/tests/export";
+  const CommandResult dec =
+      RunCommand({"/bin/sh", "-c",
+                  "protoc --proto_path='" + proto_dir +
+                      "' --decode=perfetto.protos.Trace perfetto_subset.proto < '" + copy +
+                      ".pftrace' > /dev/null"});
+  EXPECT_EQ(dec.exit_code, 0) << dec.err;
 }
 
 TEST(EpochNsConverterTest, MatchesTheReaderOnEveryEventAndOnJumps) {
