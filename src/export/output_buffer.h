@@ -19,7 +19,7 @@ class OutputBuffer {
  public:
   static constexpr std::size_t kFlushAt = 1 << 20;
 
-  explicit OutputBuffer(std::FILE* out) : out_(out) { Grow(kFlushAt + 64 * 1024); }
+  explicit OutputBuffer(std::FILE* out) : out_(out) { Grow(kFlushAt + std::size_t{64} * 1024); }
   OutputBuffer(const OutputBuffer&) = delete;
   OutputBuffer& operator=(const OutputBuffer&) = delete;
 

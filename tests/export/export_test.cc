@@ -26,6 +26,7 @@
 #include "reader/reader_test_util.h"
 
 HUSH_TRACEPOINT(ex, text, (std::uint32_t, seq), (const char*, s))
+HUSH_TRACEPOINT(ex, blob, (std::span<const std::byte>, data))
 HUSH_TRACEPOINT(sched, switch_in, (std::uint32_t, tid), (std::uint32_t, cpu))
 HUSH_TRACEPOINT(sched, switch_out, (std::uint32_t, tid), (std::uint8_t, preempted),
                 (std::uint32_t, cpu))
@@ -66,6 +67,24 @@ constexpr HostileString kStrings[] = {
 };
 constexpr int kStringCount = sizeof kStrings / sizeof kStrings[0];
 constexpr char kMainName[] = "main \"q\"\\";
+
+// A byte field whose hex text (20,000 characters) makes every enclosing protobuf message longer
+// than 16 KiB: the encoder's path that widens a reserved length.
+constexpr std::size_t kBlobSize = 10000;
+std::vector<std::byte> Blob() {
+  std::vector<std::byte> b(kBlobSize);
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<std::byte>(i * 7 + 3);
+  return b;
+}
+std::string BlobHex() {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string s;
+  for (const std::byte b : Blob()) {
+    s += kHex[static_cast<unsigned>(b) >> 4];
+    s += kHex[static_cast<unsigned>(b) & 15];
+  }
+  return s;
+}
 
 std::uint32_t Gettid() { return static_cast<std::uint32_t>(::syscall(SYS_gettid)); }
 std::uint64_t FuncAddr(int i) { return 0x401000 + static_cast<std::uint64_t>(i % 3) * 0x10; }
@@ -108,6 +127,8 @@ const Recording& Recorded() {
       HUSH_TRACE(sched, switch_out, r->main_tid, static_cast<std::uint8_t>(i % 2),
                  static_cast<std::uint32_t>(i % 2));
     }
+    const std::vector<std::byte> blob = Blob();
+    HUSH_TRACE(ex, blob, std::span<const std::byte>(blob));
     HUSH_TRACE(func, exit, std::uint64_t{0xdead});  // no entry: dropped
     HUSH_TRACE(sched, thread_start, kGhost);
     HUSH_TRACE(sched, thread_name, kGhost, "ghost");
@@ -282,7 +303,7 @@ TEST_F(ExportTest, PerfettoDecodesFieldByField) {
   std::map<std::string, std::string> names, categories, arg_names;  // iid -> text
   std::map<std::string, std::vector<std::string>> stacks, begun;    // track uuid -> names
   std::map<std::string, int> types;
-  std::vector<std::string> counter_values, texts, cpus, preempted, text_times;
+  std::vector<std::string> counter_values, texts, cpus, preempted, text_times, blobs;
   std::uint64_t last_ts = 0;
   for (; i < packets.size(); ++i) {
     const Node* p = packets[i];
@@ -344,6 +365,8 @@ TEST_F(ExportTest, PerfettoDecodesFieldByField) {
       EXPECT_EQ(categories[te->Get("category_iids")], "ex");
       texts.push_back(args["s"]);
       text_times.push_back(p->Get("timestamp"));
+    } else if (type == "TYPE_INSTANT" && name == "ex:blob") {
+      blobs.push_back(args["data"]);
     } else if (type == "TYPE_INSTANT" && name == "thread_start") {
       EXPECT_EQ(track, std::to_string(ThreadUuid(kGhost)));
       EXPECT_EQ(args["tid"], std::to_string(kGhost));
@@ -411,8 +434,10 @@ TEST_F(ExportTest, PerfettoDecodesFieldByField) {
             sched_slices = kIters + 1;
   EXPECT_EQ(types["TYPE_SLICE_BEGIN"], main_slices + worker_slices + sched_slices);
   EXPECT_EQ(types["TYPE_SLICE_END"], main_slices + worker_slices + sched_slices);
-  // mark: kIters + worker + main's last; ex:text: kIters; thread_start, thread_exit.
-  EXPECT_EQ(types["TYPE_INSTANT"], kIters + 2 + kIters + 2);
+  ASSERT_EQ(blobs.size(), 1u);
+  EXPECT_EQ(blobs[0], BlobHex());
+  // mark: kIters + worker + main's last; ex:text: kIters; ex:blob; thread_start, thread_exit.
+  EXPECT_EQ(types["TYPE_INSTANT"], kIters + 2 + kIters + 1 + 2);
   EXPECT_EQ(types["TYPE_COUNTER"], kIters);
   EXPECT_NE(res.err.find("2 slice ends without a begin were dropped"), std::string::npos)
       << res.err;
@@ -485,7 +510,16 @@ TEST_F(ExportTest, ChromeJsonParsesAndNests) {
   EXPECT_TRUE(has("phase B " + std::to_string(slices))) << chk.out;
   EXPECT_TRUE(has("phase E " + std::to_string(slices))) << chk.out;
   EXPECT_TRUE(has("phase C " + std::to_string(kIters))) << chk.out;
-  EXPECT_TRUE(has("phase i " + std::to_string(kIters + 2 + kIters + 2))) << chk.out;
+  EXPECT_TRUE(has("phase i " + std::to_string(kIters + 2 + kIters + 1 + 2))) << chk.out;
+  const std::string blob_hex = "<" + BlobHex() + ">";
+  std::string blob_utf8_hex;
+  for (const char c : blob_hex) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    blob_utf8_hex += kHex[static_cast<unsigned char>(c) >> 4];
+    blob_utf8_hex += kHex[static_cast<unsigned char>(c) & 15];
+  }
+  EXPECT_EQ(with_prefix("string " + main_t + " ex:blob data "),
+            std::vector<std::string>{blob_utf8_hex});
   EXPECT_EQ(with_prefix("end_args " + sched_pid + " " + std::to_string(r.main_tid) + " ").size(),
             static_cast<std::size_t>(kIters));
 }
@@ -504,6 +538,37 @@ TEST_F(ExportTest, BadArgumentsAndMissingTrace) {
       {bin_, "export", Recorded().dir, "--format", "perfetto", "-o", "/nonexistent/dir/out"});
   EXPECT_EQ(unwritable.exit_code, 1);
   EXPECT_NE(unwritable.err.find("cannot create"), std::string::npos) << unwritable.err;
+}
+
+// A trace whose writer died mid-packet: the complete events are exported, the file is valid and
+// every slice is closed; the reader's warning is passed on.
+TEST_F(ExportTest, TruncatedTraceStillGivesValidFiles) {
+  const Recording& r = Recorded();
+  const std::string copy = r.parent + "/truncated";
+  reader::test::CopyTree(r.dir, copy);
+  const std::string stream = copy + "/stream_0";
+  const std::string bytes = reader::test::ReadFile(stream);
+  ASSERT_GT(bytes.size(), 400u);
+  reader::test::WriteFile(stream, std::string_view(bytes).substr(0, bytes.size() - 300));
+  const CommandResult chrome =
+      RunCommand({bin_, "export", copy, "--format", "chrome", "-o", copy + ".json"});
+  ASSERT_EQ(chrome.exit_code, 0) << chrome.err;
+  EXPECT_NE(chrome.err.find("warning: "), std::string::npos) << chrome.err;
+  EXPECT_NE(chrome.err.find("truncated"), std::string::npos) << chrome.err;
+  const std::string script =
+      std::string(std::getenv("HUSH_SOURCE_DIR")) + "/tests/export/check_chrome_json.py";
+  const CommandResult chk = RunCommand({"/usr/bin/env", "python3", script, copy + ".json"});
+  EXPECT_EQ(chk.exit_code, 0) << chk.err;
+  const CommandResult pf =
+      RunCommand({bin_, "export", copy, "--format", "perfetto", "-o", copy + ".pftrace"});
+  ASSERT_EQ(pf.exit_code, 0) << pf.err;
+  const std::string proto_dir = std::string(std::getenv("HUSH_SOURCE_DIR")) + "/tests/export";
+  const CommandResult dec =
+      RunCommand({"/bin/sh", "-c",
+                  "protoc --proto_path='" + proto_dir +
+                      "' --decode=perfetto.protos.Trace perfetto_subset.proto < '" + copy +
+                      ".pftrace' > /dev/null"});
+  EXPECT_EQ(dec.exit_code, 0) << dec.err;
 }
 
 TEST(EpochNsConverterTest, MatchesTheReaderOnEveryEventAndOnJumps) {

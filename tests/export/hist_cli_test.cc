@@ -141,3 +141,56 @@ TEST(ProgressTest, OnATerminalOnly) {
 
 }  // namespace
 }  // namespace hush::reader::test
+
+namespace hush::reader::test {
+namespace {
+
+// `hushtrace dump --filter` on the same synthetic trace as HistCliTest.
+class DumpFilterTest : public HistCliTest {
+ protected:
+  std::vector<std::string> Dump(const std::string& expr) {
+    const CommandResult res = Run({"dump", trace_->dir(), "--filter", expr});
+    EXPECT_EQ(res.exit_code, 0) << expr << ": " << res.err;
+    std::vector<std::string> rest;
+    for (const std::string& l : SplitLines(res.out)) rest.push_back(l.substr(l.find("] tid ") + 6));
+    return rest;
+  }
+};
+
+TEST_F(DumpFilterTest, ComparesIntegersStringsEnumsAndCombines) {
+  EXPECT_EQ(Dump("x == 7"), std::vector<std::string>{"4242 s:val x=7 label=\"l\""});
+  EXPECT_EQ(Dump("x >= 99").size(), 2u);
+  EXPECT_EQ(Dump("x > 0x60 && x <= 100").size(), 4u);  // 97..100
+  EXPECT_EQ(Dump("x < 3 || x > 98").size(), 4u);
+  EXPECT_EQ(Dump("!(x != 50) && $name == \"s:val\""),
+            std::vector<std::string>{"4242 s:val x=50 label=\"l\""});
+  EXPECT_EQ(Dump("x == 7.0").size(), 1u);
+  EXPECT_EQ(Dump("x == -7").size(), 0u);
+  EXPECT_EQ(Dump("label == \"l\" && x < 11").size(), 10u);
+  EXPECT_EQ(Dump("label ~ \"[kl]\"").size(), 100u);
+  // Enum labels: the spans of thread 4242 (1000 begins, 1000 ends) and 4343 (one of each).
+  EXPECT_EQ(Dump("phase == end").size(), 1001u);
+  EXPECT_EQ(Dump("phase == \"begin\" && $tid == 4343"),
+            std::vector<std::string>{"4343 s:req phase=begin"});
+  EXPECT_EQ(Dump("phase == 1 && $thread == \"other\""),
+            std::vector<std::string>{"4343 s:req phase=end"});
+  EXPECT_EQ(Dump("$name ~ \"s:v*\" && x == 1").size(), 1u);
+  // A field the event lacks: the comparison is false, its negation true.
+  EXPECT_EQ(Dump("!(x == 1) && $name == \"s:req\"").size(), 2002u);
+  EXPECT_EQ(Dump("nosuch == 1").size(), 0u);
+  EXPECT_EQ(Dump("label > 3").size(), 0u);  // string field, number: incompatible, false
+}
+
+TEST_F(DumpFilterTest, SyntaxErrorsNameTheOffset) {
+  for (const char* bad : {"x ==", "x = 1", "(x == 1", "x == 1 &&", "$foo == 1", "x ~ 3",
+                          "x == \"open", "== 1", "x == 1 y"}) {
+    const CommandResult res = Run({"dump", trace_->dir(), "--filter", bad});
+    EXPECT_EQ(res.exit_code, 2) << bad;
+    EXPECT_NE(res.err.find("--filter: "), std::string::npos) << bad << ": " << res.err;
+    EXPECT_NE(res.err.find(" at byte "), std::string::npos) << bad << ": " << res.err;
+    EXPECT_EQ(res.out, "") << bad;
+  }
+}
+
+}  // namespace
+}  // namespace hush::reader::test

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -17,6 +18,7 @@
 
 #include "commands.h"
 #include "export/timeline.h"
+#include "filter_expr.h"
 #include "hushtrace/reader.h"
 #include "open_trace.h"
 #include "progress.h"
@@ -25,13 +27,15 @@ namespace hush::cli {
 namespace {
 
 constexpr const char kUsage[] =
-    "usage: hushtrace dump DIR [-e GLOB]... [--since T] [--until T] [--absolute]\n"
+    "usage: hushtrace dump DIR [-e GLOB]... [--filter EXPR] [--since T] [--until T] [--absolute]\n"
     "\n"
     "Prints the events of the trace in DIR, one line each, in time order:\n"
     "  [  1.234567890] tid 1234 demo:request worker=0 request_id=7 path=\"/index.html\"\n"
     "\n"
     "options:\n"
     "  -e, --event GLOB  only events whose provider:name matches GLOB (repeatable; * ? [...])\n"
+    "  --filter EXPR     only events for which EXPR holds, e.g. 'status >= 500 && path ~ \"/api*\"'\n"
+    "                    (== != < <= > >= ~, && || ! ( ); $name $tid $thread; docs/reader.md)\n"
     "  --since T         only events at or after T, relative to the first event of the trace\n"
     "  --until T         only events at or before T (same origin)\n"
     "                    T: a number of seconds, or with a unit: 1.5s 250ms 40us 1200ns\n"
@@ -183,6 +187,7 @@ int RunDump(int argc, char** argv) {
   std::vector<std::string> globs;
   std::int64_t since = INT64_MIN, until = INT64_MAX;
   bool absolute = false;
+  std::unique_ptr<FilterExpr> filter;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     std::string value;
@@ -213,6 +218,12 @@ int RunDump(int argc, char** argv) {
       std::int64_t ns;
       if (!take(&t) || !ParseTime(t, &ns)) return BadArgs(arg + " needs a time such as 1.5, 250ms, 40us");
       (arg == "--since" ? since : until) = ns;
+    } else if (arg == "--filter") {
+      std::string text, error;
+      if (!take(&text) || text.empty()) return BadArgs("--filter needs an expression");
+      if (filter) return BadArgs("--filter given twice (combine with && instead)");
+      filter = FilterExpr::Parse(text, &error);
+      if (!filter) return BadArgs(error);
     } else if (arg == "--absolute" && !has_value) {
       absolute = true;
     } else if (arg.size() > 1 && arg[0] == '-') {
@@ -257,6 +268,7 @@ int RunDump(int argc, char** argv) {
     const std::int64_t rel = ns - origin;
     if (rel > until) break;
     if (rel < since || !selected[e.event_class().index]) continue;
+    if (filter && !filter->Matches(e)) continue;
     const std::int64_t shown = absolute ? ns : rel;
     const std::uint64_t mag = shown < 0 ? 0 - static_cast<std::uint64_t>(shown) : static_cast<std::uint64_t>(shown);
     out.Put('[');
