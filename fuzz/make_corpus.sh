@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Seed corpora for the fuzz targets, made from real traces recorded by the test programs of a
-# normal build: fuzz/make_corpus.sh BUILD_DIR OUT_DIR. Writes OUT_DIR/{metadata,trace,recover,cli}.
+# normal build: fuzz/make_corpus.sh BUILD_DIR OUT_DIR. Writes OUT_DIR/{metadata,trace,recover,cli,filter}.
 set -euo pipefail
 build=$(realpath "$1")
 out=$2
@@ -13,7 +13,7 @@ for f in "$child" "$victim" "$hush"; do
 done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$out"/{metadata,trace,recover,cli}
+mkdir -p "$out"/{metadata,trace,recover,cli,filter}
 
 # Clean traces: stream and flight mode, one and two threads, plus the demo's spans and counters.
 record() {  # NAME ENV... -- ARGS...
@@ -68,4 +68,8 @@ printf '\x02--help' > "$out/cli/list"
 printf '\x03t\x00--dry-run\x00--keep-rings' > "$out/cli/recover"
 printf '\x04t\x00--format\x00chrome\x00-o\x00out.json' > "$out/cli/export"
 printf '\x05t\x00--event\x00child:seq\x00--field\x00seq' > "$out/cli/hist"
+# Filter expressions (dump --filter): the grammar's constructs.
+printf '%s' 'seq > 3 && thread != 0' > "$out/filter/compare"
+printf '%s' '!(x == 1) || ($name ~ "child:*" && $tid >= 0x10)' > "$out/filter/nested"
+printf '%s' 'f <= -2.5e3 || s == "a\"b" || level == kHigh || b == true' > "$out/filter/literals"
 ls "$out"/* | wc -l | xargs echo "make_corpus: seeds:"
