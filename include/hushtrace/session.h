@@ -32,6 +32,11 @@ struct SessionOptions {
   std::string output_dir;           // created 0700; must not exist or be empty
   Mode mode = Mode::kStream;
   std::size_t buffer_size = 1 << 20;  // per thread ring, in bytes (>= 16 KiB)
+  // Function tracing (docs/architecture.md, "Function tracing"): globs over function names whose
+  // patchable entries are patched; empty: none. Enables the func:* events.
+  std::vector<std::string> functions;
+  std::uint32_t function_depth = 0;             // 0: no limit
+  std::uint64_t function_min_duration_ns = 0;   // 0: every call
 };
 
 struct SessionStats {
