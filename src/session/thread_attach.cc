@@ -37,6 +37,11 @@ void OnThreadExit(void*) {
   Core* core = Core::Active();
   if (core != nullptr && w.ring != nullptr && w.generation == core->generation()) {
     core->Detach(w);
+    // Detach closed a packet: short-lived threads that never fill one would otherwise pile
+    // closed packets into the rings, with no consumer started or a sleeping one, until the
+    // rings discard.
+    core->EnsureConsumer();
+    core->WakeConsumer();
   }
   w.end.store(nullptr, std::memory_order_relaxed);
   w.ring = nullptr;

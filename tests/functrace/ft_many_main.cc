@@ -1,0 +1,60 @@
+// 10,000 traced functions (ft_many_gen.cc). Modes:
+//   check      call every function once, check each result (trace: one entry/exit each)
+//   patch N    N rounds of patching all 10,000 entries in one batch and back while two threads
+//              call them; prints "batch_us <median> <max>" of the patching batches
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "functrace/functrace.h"
+
+using Fn = long (*)(long);
+extern Fn ft_many_table[10000];
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "check";
+  if (mode == "check") {
+    int bad = 0;
+    for (long i = 0; i < 10000; ++i) bad += ft_many_table[i](5) != 5 + i;
+    std::printf("bad %d\n", bad);
+    return bad == 0 ? 0 : 3;
+  }
+  const int rounds = argc > 2 ? std::atoi(argv[2]) : 10;
+  std::atomic<bool> stop{false};
+  std::atomic<long> bad{0};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < 2; ++t) {
+    workers.emplace_back([&, t] {
+      for (long i = t; !stop.load(std::memory_order_relaxed); ++i) {
+        const long k = i % 10000;
+        if (ft_many_table[k](1) != 1 + k) bad.fetch_add(1);
+      }
+    });
+  }
+  hush::functrace::Options o;
+  o.globs = {"ft_many_*"};
+  std::vector<double> us;
+  std::string error;
+  for (int r = 0; r < rounds; ++r) {
+    if (!hush::functrace::Start(o, &error)) {
+      std::fprintf(stderr, "Start: %s\n", error.c_str());
+      return 1;
+    }
+    const hush::functrace::Stats s = hush::functrace::GetStats();
+    if (s.patched != 10000) {
+      std::fprintf(stderr, "patched %llu\n", static_cast<unsigned long long>(s.patched));
+      return 1;
+    }
+    us.push_back(s.last_batch_us);
+    hush::functrace::Stop();
+  }
+  stop.store(true);
+  for (auto& w : workers) w.join();
+  std::sort(us.begin(), us.end());
+  std::printf("batch_us %.1f %.1f\n", us[us.size() / 2], us.back());
+  return bad.load() == 0 ? 0 : 3;
+}
