@@ -389,7 +389,10 @@ void Stop() {
     patch::arch::EncodeNop(nop.bytes);
     batch.push_back(nop);
   }
+  const auto t0 = std::chrono::steady_clock::now();
   patch::WriteCode(batch);
+  g_last_batch_us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
   g_patched.clear();
   if (std::uint64_t n = g_overflow.load(std::memory_order_relaxed)) {
     std::fprintf(stderr,

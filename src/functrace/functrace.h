@@ -44,7 +44,7 @@ struct Stats {
   std::uint64_t converted_split = 0;  // gcc five-NOP entries rewritten while single-threaded
   std::uint64_t overflow = 0;         // calls untraced because the shadow stack was full
   std::uint64_t unmatched_returns = 0;  // returns whose frame was dropped (longjmp, unwinding)
-  double last_batch_us = 0;           // wall time of the last patch batch
+  double last_batch_us = 0;           // wall time of the last patch batch (Start, Rescan or Stop)
 };
 Stats GetStats();
 
