@@ -352,6 +352,18 @@ bool Start(const Options& options, std::string* error) {
     *error = "function tracing is not supported on this architecture";
     return false;
   }
+  // Without the unwinder wrappers an exception thrown through a traced frame would terminate
+  // the program: refuse (static runtime), or warn (another library interposes first).
+  if (&UnwindWrappersActive == nullptr) {
+    *error = "function tracing needs the shared runtime (libhushtrace.so, linked or preloaded)";
+    return false;
+  }
+  if (std::string why; !UnwindWrappersActive(&why)) {
+    std::fprintf(stderr,
+                 "hushtrace: warning: %s: a C++ exception thrown through a traced function will "
+                 "terminate the program\n",
+                 why.c_str());
+  }
   RegisterEvents();
   g_options = options;
   g_settings.max_depth.store(options.depth == 0 ? kCapacity : std::min(options.depth, kCapacity),

@@ -24,6 +24,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <string>
+#include <utility>
 
 #include "functrace/functrace.h"
 #include "functrace/shadow.h"
@@ -108,3 +110,22 @@ void* dlopen(const char* file, int mode) {
 }
 
 }  // extern "C"
+
+namespace hush::functrace {
+
+bool UnwindWrappersActive(std::string* why) {
+  // The program's calls go to the first definition in lookup order; ours must be it.
+  for (const auto& [name, ours] :
+       {std::pair<const char*, void*>{"_Unwind_RaiseException",
+                                      reinterpret_cast<void*>(&_Unwind_RaiseException)},
+        std::pair<const char*, void*>{"__cxa_begin_catch", reinterpret_cast<void*>(&__cxa_begin_catch)}}) {
+    void* first = ::dlsym(RTLD_DEFAULT, name);
+    if (first != nullptr && first != ours) {
+      *why = std::string(name) + " resolves to another library before libhushtrace";
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace hush::functrace
