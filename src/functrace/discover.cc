@@ -353,11 +353,7 @@ bool Start(const Options& options, std::string* error) {
     return false;
   }
   // Without the unwinder wrappers an exception thrown through a traced frame would terminate
-  // the program: refuse (static runtime), or warn (another library interposes first).
-  if (&UnwindWrappersActive == nullptr) {
-    *error = "function tracing needs the shared runtime (libhushtrace.so, linked or preloaded)";
-    return false;
-  }
+  // the program: warn when another library's definitions come first in lookup order.
   if (std::string why; !UnwindWrappersActive(&why)) {
     std::fprintf(stderr,
                  "hushtrace: warning: %s: a C++ exception thrown through a traced function will "

@@ -27,12 +27,15 @@ struct Options {
   std::uint64_t min_duration_ticks = 0;  // 0: every call; else only calls at least this long
 };
 
+// Start and Stop are weak references: only the shared runtime defines them (src/CMakeLists.txt);
+// the session code checks for nullptr.
+//
 // Patches the selected entries of every loaded module in one batch and writes the module map.
 // False with *error if nothing could be set up (no entry matched is not an error).
-bool Start(const Options& options, std::string* error);
+[[gnu::weak]] bool Start(const Options& options, std::string* error);
 // Puts every patched entry back to its NOP in one batch. Frames already hijacked keep returning
 // through the return thunk, which stays mapped forever.
-void Stop();
+[[gnu::weak]] void Stop();
 // After dlopen(): patches the selected entries of modules loaded since the last scan.
 void Rescan();
 

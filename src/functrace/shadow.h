@@ -61,9 +61,8 @@ void RestoreForUnwind();
 // After a catch at stack pointer `catcher_sp` (no other exception in flight): frames below it are
 // gone (exit emitted); the restored ones above it are hijacked again.
 void ResumeAfterCatch(std::uintptr_t catcher_sp, bool rehijack);
-// Defined by interpose.cc (shared runtime only; weak here so that the static runtime links and
-// refuses function tracing): whether the program's unwinder calls reach our wrappers.
-[[gnu::weak]] bool UnwindWrappersActive(std::string* why);
+// Defined by interpose.cc: whether the program's unwinder calls reach our wrappers.
+bool UnwindWrappersActive(std::string* why);
 // Registers the module's descriptors for func:* events (discover.cc calls it once).
 void RegisterEvents();
 // The module-map event (func:module), on the calling thread.

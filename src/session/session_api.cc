@@ -25,13 +25,21 @@ session::Core* g_core = nullptr;  // the core of the last started session (kept:
 [[gnu::used]] Session* g_env_session = nullptr;
 std::mutex g_api_mu;
 
+void StopFunctions() {
+  if (&functrace::Stop != nullptr) functrace::Stop();
+}
+
 void StopAtExit() {
-  functrace::Stop();
+  StopFunctions();
   if (session::Core* core = session::Core::Active()) core->Stop();
 }
 
 // After the core started (its mutex released: the module map is emitted on this thread).
 bool StartFunctions(const SessionOptions& o, const session::Core& core, std::string* error) {
+  if (&functrace::Start == nullptr) {
+    *error = "function tracing needs the shared runtime (libhushtrace.so, linked or preloaded)";
+    return false;
+  }
   functrace::Options f;
   f.globs = o.functions;
   f.depth = o.function_depth;
@@ -131,7 +139,7 @@ void Session::Stop() {
   std::lock_guard<std::mutex> lock(g_api_mu);
   if (stopped_) return;
   stopped_ = true;
-  functrace::Stop();
+  StopFunctions();
   if (g_core != nullptr) g_core->Stop();
 }
 
