@@ -52,14 +52,24 @@ struct Module {
   bool has_entries = false;
 };
 
-std::mutex g_mu;  // guards everything below
-bool g_started = false;
-Options g_options;
-std::vector<Module> g_modules;            // every module scanned, in the order seen
-std::vector<patch::CodeSite> g_patched;   // entries currently patched (their call bytes)
-std::vector<std::uintptr_t> g_stubs;      // stub pages (never unmapped)
-std::uint64_t g_entries = 0, g_refused_split = 0, g_converted_split = 0;
-double g_last_batch_us = 0;
+std::mutex g_mu;  // guards the State (constant-initialized: usable from any constructor)
+
+// Allocated on first use and never destroyed: the session from the environment starts in a
+// constructor that may run before this file's dynamic initializers, and stops in an atexit
+// handler that may run after its destructors.
+struct State {
+  bool started = false;
+  Options options;
+  std::vector<Module> modules;            // every module scanned, in the order seen
+  std::vector<patch::CodeSite> patched;   // entries currently patched (their call bytes)
+  std::vector<std::uintptr_t> stubs;      // stub pages (never unmapped)
+  std::uint64_t entries = 0, refused_split = 0, converted_split = 0;
+  double last_batch_us = 0;
+};
+State& St() {
+  static State* const state = new State();
+  return *state;
+}
 
 std::string BuildIdOf(const dl_phdr_info* info) {
   for (int i = 0; i < info->dlpi_phnum; ++i) {
@@ -120,7 +130,7 @@ std::vector<LoadedModule> LoadedModules() {
 }
 
 bool Known(const LoadedModule& m) {
-  for (const Module& k : g_modules) {
+  for (const Module& k : St().modules) {
     if (k.loaded.base == m.base && k.loaded.path == m.path) return true;
   }
   return false;
@@ -161,7 +171,7 @@ bool InCallRange(std::uintptr_t target, std::uintptr_t lo, std::uintptr_t hi) {
 std::uintptr_t CallTarget(std::uintptr_t lo, std::uintptr_t hi) {
   const auto trampoline = reinterpret_cast<std::uintptr_t>(&hush_ftrace_entry);
   if (InCallRange(trampoline, lo, hi)) return trampoline;
-  for (std::uintptr_t s : g_stubs) {
+  for (std::uintptr_t s : St().stubs) {
     if (InCallRange(s, lo, hi)) return s;
   }
   const std::uintptr_t page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
@@ -187,7 +197,7 @@ std::uintptr_t CallTarget(std::uintptr_t lo, std::uintptr_t hi) {
         ::munmap(p, page);
         return 0;
       }
-      g_stubs.push_back(s);
+      St().stubs.push_back(s);
       return s;
     }
   }
@@ -231,13 +241,15 @@ bool SelectEntries(const LoadedModule& m, const Selector& sel, bool single_threa
   std::string error;
   std::unique_ptr<elf::ElfFile> file = elf::ElfFile::Open(m.path, &error);
   if (!file) return false;  // not a file we can read (e.g. deleted): nothing to trace there
-  std::vector<std::pair<const std::uint64_t*, std::size_t>> arrays;
+  // (table address, entries); the tables need not be 8-byte aligned (gcc's __mcount_loc is not
+  // always): entries are read with memcpy.
+  std::vector<std::pair<const unsigned char*, std::size_t>> arrays;
   for (const elf::ElfFile::Section& s : file->sections()) {
     if ((s.name != "__patchable_function_entries" && s.name != "__mcount_loc") ||
         (s.header.sh_flags & SHF_ALLOC) == 0 || s.header.sh_size < 8) {
       continue;
     }
-    arrays.emplace_back(reinterpret_cast<const std::uint64_t*>(m.base + s.header.sh_addr),
+    arrays.emplace_back(reinterpret_cast<const unsigned char*>(m.base + s.header.sh_addr),
                         s.header.sh_size / 8);
   }
   if (arrays.empty()) return false;
@@ -254,9 +266,11 @@ bool SelectEntries(const LoadedModule& m, const Selector& sel, bool single_threa
   std::vector<std::uint8_t> verdict(syms.size(), 2);  // 2 unknown, 1 selected, 0 not
   for (const auto& [entries, count] : arrays) {
     for (std::size_t k = 0; k < count; ++k) {
-      const std::uintptr_t addr = static_cast<std::uintptr_t>(entries[k]);
+      std::uint64_t entry;
+      std::memcpy(&entry, entries + 8 * k, sizeof entry);
+      const std::uintptr_t addr = static_cast<std::uintptr_t>(entry);
       if (addr < m.text_lo || addr + patch::arch::SiteSize() > m.text_hi) continue;
-      ++g_entries;
+      ++St().entries;
       const std::uint64_t link = addr - m.base;
       auto it = std::upper_bound(
           syms.begin(), syms.end(), link,
@@ -278,10 +292,10 @@ bool SelectEntries(const LoadedModule& m, const Selector& sel, bool single_threa
       const patch::arch::EntryKind kind = patch::arch::ClassifyEntry(bytes);
       if (kind == patch::arch::EntryKind::kSplitNop) {
         if (!single_threaded) {
-          ++g_refused_split;
+          ++St().refused_split;
           continue;
         }
-        ++g_converted_split;
+        ++St().converted_split;
       } else if (kind != patch::arch::EntryKind::kNop) {
         continue;
       }
@@ -299,8 +313,8 @@ bool SelectEntries(const LoadedModule& m, const Selector& sel, bool single_threa
 // g_mu held.
 void ScanNew() {
   const std::vector<LoadedModule> loaded = LoadedModules();
-  const Selector sel(g_options.globs);
-  const std::uint64_t refused_before = g_refused_split;
+  const Selector sel(St().options.globs);
+  const std::uint64_t refused_before = St().refused_split;
   bool single_threaded = true;
   bool threads_checked = false;
   std::vector<patch::CodeSite> batch;
@@ -316,26 +330,26 @@ void ScanNew() {
     mod.loaded = m;
     mod.has_entries = SelectEntries(m, sel, single_threaded, &batch, &warning);
     if (!warning.empty()) std::fprintf(stderr, "hushtrace: function tracing: %s\n", warning.c_str());
-    g_modules.push_back(std::move(mod));
-    if (g_modules.back().has_entries) new_modules.push_back(g_modules.size() - 1);
+    St().modules.push_back(std::move(mod));
+    if (St().modules.back().has_entries) new_modules.push_back(St().modules.size() - 1);
   }
-  if (g_refused_split != refused_before) {
+  if (St().refused_split != refused_before) {
     std::fprintf(stderr,
                  "hushtrace: %llu function entries are five one-byte NOPs (gcc "
                  "-fpatchable-function-entry) and other threads were running: they stay "
                  "untraced (start tracing at program start, or build with clang, or with gcc "
                  "-pg -mfentry -mnop-mcount -mrecord-mcount)\n",
-                 static_cast<unsigned long long>(g_refused_split - refused_before));
+                 static_cast<unsigned long long>(St().refused_split - refused_before));
   }
   if (!batch.empty()) {
     const auto t0 = std::chrono::steady_clock::now();
     patch::WriteCode(batch);
-    g_last_batch_us =
+    St().last_batch_us =
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-    g_patched.insert(g_patched.end(), batch.begin(), batch.end());
+    St().patched.insert(St().patched.end(), batch.begin(), batch.end());
   }
   for (std::size_t i : new_modules) {
-    const LoadedModule& m = g_modules[i].loaded;
+    const LoadedModule& m = St().modules[i].loaded;
     EmitModule(m.path.c_str(), m.build_id.c_str(), m.base);
   }
 }
@@ -344,7 +358,7 @@ void ScanNew() {
 
 bool Start(const Options& options, std::string* error) {
   std::lock_guard<std::mutex> lock(g_mu);
-  if (g_started) {
+  if (St().started) {
     *error = "function tracing is already active";
     return false;
   }
@@ -361,31 +375,31 @@ bool Start(const Options& options, std::string* error) {
                  why.c_str());
   }
   RegisterEvents();
-  g_options = options;
+  St().options = options;
   g_settings.max_depth.store(options.depth == 0 ? kCapacity : std::min(options.depth, kCapacity),
                              std::memory_order_relaxed);
   g_settings.min_ticks.store(options.min_duration_ticks, std::memory_order_relaxed);
   g_settings.ever_started.store(true, std::memory_order_relaxed);
-  g_entries = 0;
-  g_modules.clear();  // a new session writes its own module map
-  g_started = true;
+  St().entries = 0;
+  St().modules.clear();  // a new session writes its own module map
+  St().started = true;
   ScanNew();
   return true;
 }
 
 void Rescan() {
   std::lock_guard<std::mutex> lock(g_mu);
-  if (g_started) ScanNew();
+  if (St().started) ScanNew();
 }
 
 void Stop() {
   std::lock_guard<std::mutex> lock(g_mu);
-  if (!g_started) return;
-  g_started = false;
+  if (!St().started) return;
+  St().started = false;
   // Only entries of modules still loaded: a dlclose()d module's pages may hold other code now.
   const std::vector<LoadedModule> loaded = LoadedModules();
   std::vector<patch::CodeSite> batch;
-  for (const patch::CodeSite& s : g_patched) {
+  for (const patch::CodeSite& s : St().patched) {
     const bool present = std::any_of(loaded.begin(), loaded.end(), [&](const LoadedModule& m) {
       return s.addr >= m.text_lo && s.addr < m.text_hi;
     });
@@ -399,9 +413,9 @@ void Stop() {
   }
   const auto t0 = std::chrono::steady_clock::now();
   patch::WriteCode(batch);
-  g_last_batch_us =
+  St().last_batch_us =
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-  g_patched.clear();
+  St().patched.clear();
   if (std::uint64_t n = g_overflow.load(std::memory_order_relaxed)) {
     std::fprintf(stderr,
                  "hushtrace: %llu calls deeper than the shadow stack (%u frames) were not traced\n",
@@ -412,14 +426,14 @@ void Stop() {
 Stats GetStats() {
   std::lock_guard<std::mutex> lock(g_mu);
   Stats s;
-  for (const Module& m : g_modules) s.modules += m.has_entries ? 1 : 0;
-  s.entries = g_entries;
-  s.patched = g_patched.size();
-  s.refused_split = g_refused_split;
-  s.converted_split = g_converted_split;
+  for (const Module& m : St().modules) s.modules += m.has_entries ? 1 : 0;
+  s.entries = St().entries;
+  s.patched = St().patched.size();
+  s.refused_split = St().refused_split;
+  s.converted_split = St().converted_split;
   s.overflow = g_overflow.load(std::memory_order_relaxed);
   s.unmatched_returns = g_unmatched.load(std::memory_order_relaxed);
-  s.last_batch_us = g_last_batch_us;
+  s.last_batch_us = St().last_batch_us;
   return s;
 }
 
