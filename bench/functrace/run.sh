@@ -9,7 +9,9 @@ n=${2:-27}
 here=$(cd "$(dirname "$0")" && pwd)
 out="$here/../results/raw/functrace.txt"
 lib="$build/src/libhushtrace.so"
-tmp=$(mktemp -d)
+base=${HUSHBENCH_TMP:-/dev/shm}
+[ -w "$base" ] || base=${TMPDIR:-/tmp}
+tmp=$(mktemp -d "$base/ftbench.XXXXXX")  # traces in memory: no file-system cost
 trap 'rm -rf "$tmp"' EXIT
 reps=5
 
