@@ -1,5 +1,7 @@
 // 10,000 traced functions (ft_many_gen.cc). Modes:
 //   check      call every function once, check each result (trace: one entry/exit each)
+//   threaded   starts function tracing while another program thread exists; prints
+//              "patched P refused R" (gcc's five-NOP entries must be refused then)
 //   patch N    N rounds of patching all 10,000 entries in one batch and back while two threads
 //              call them; prints "patch_us <median> <max> unpatch_us <median> <max> start_us
 //              <median>" (batches only; start_us: all of Start(), ELF reading included)
@@ -23,6 +25,28 @@ int main(int argc, char** argv) {
     int bad = 0;
     for (long i = 0; i < 10000; ++i) bad += ft_many_table[i](5) != 5 + i;
     std::printf("bad %d\n", bad);
+    return bad == 0 ? 0 : 3;
+  }
+  if (mode == "threaded") {
+    std::atomic<bool> done{false};
+    std::thread other([&] {
+      while (!done.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    });
+    hush::functrace::Options o;
+    o.globs = {"ft_many_*"};
+    std::string error;
+    if (!hush::functrace::Start(o, &error)) {
+      std::fprintf(stderr, "Start: %s\n", error.c_str());
+      return 1;
+    }
+    const hush::functrace::Stats s = hush::functrace::GetStats();
+    long bad = 0;
+    for (long i = 0; i < 10000; ++i) bad += ft_many_table[i](5) != 5 + i;
+    hush::functrace::Stop();
+    done.store(true);
+    other.join();
+    std::printf("patched %llu refused %llu\n", static_cast<unsigned long long>(s.patched),
+                static_cast<unsigned long long>(s.refused_split));
     return bad == 0 ? 0 : 3;
   }
   const int rounds = argc > 2 ? std::atoi(argv[2]) : 10;

@@ -211,6 +211,37 @@ TEST(FunctraceTest, TenThousandFunctions) {
   }
 }
 
+// gcc's five one-byte NOPs are only patched while the program has a single thread; a 5-byte NOP
+// is patched whatever runs.
+TEST(FunctraceTest, SplitNopsRefusedWhenOtherThreadsRun) {
+  for (const std::string& flavor : Flavors()) {
+    SCOPED_TRACE(flavor);
+    TempDir tmp("ft_threaded");
+    const ProcessResult r =
+        RunProcess({std::string(HUSH_FT_DIR) + "/ft_many_" + flavor, "threaded"},
+                   ChildEnv({"HUSHTRACE_EVENTS=func:*", "HUSHTRACE_OUTPUT=" + tmp.Sub("t")}), 120);
+    ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+    unsigned long long patched = 0, refused = 0;
+    ASSERT_EQ(std::sscanf(r.out.c_str(), "patched %llu refused %llu", &patched, &refused), 2) << r.out;
+    if (flavor == "split") {
+      EXPECT_EQ(patched, 0u);
+      EXPECT_EQ(refused, 10000u);
+      EXPECT_NE(r.err.find("five one-byte NOPs"), std::string::npos) << r.err;
+    } else {
+      EXPECT_EQ(patched, 10000u);
+      EXPECT_EQ(refused, 0u);
+    }
+  }
+}
+
+TEST(FunctraceTest, StaticRuntimeRefusesFunctions) {
+  TempDir tmp("ft_static");
+  const ProcessResult r =
+      RunProcess({std::string(HUSH_FT_DIR) + "/ft_static_refuses", tmp.Sub("t")}, ChildEnv(), 60);
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  EXPECT_NE(r.out.find("needs the shared runtime"), std::string::npos) << r.out;
+}
+
 TEST(FunctraceTest, PatchAllTenThousandWhileThreadsCallThem) {
   if (Flavors().size() < 2) GTEST_SKIP() << "needs the non-PIE fentry build (not under TSan)";
   TempDir tmp("ft_many_patch");
