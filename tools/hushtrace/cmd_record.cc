@@ -47,7 +47,7 @@ constexpr char kUsage[] =
     "                           PROGRAM built with patchable entries (clang or gcc\n"
     "                           -fpatchable-function-entry=5, or gcc -pg -mfentry -mnop-mcount\n"
     "                           -mrecord-mcount); one that does not link libhushtrace gets it\n"
-    "                           through LD_PRELOAD. With --functions, -e defaults to none\n"
+    "                           through LD_PRELOAD. With --functions, -e defaults to func:*\n"
     "      --depth N            trace calls at most N traced frames deep (default: no limit)\n"
     "      --min-duration D     keep only calls lasting at least D (500ns, 2us, 1ms): one func:call\n"
     "                           event at their exit instead of func:entry + func:exit\n"
