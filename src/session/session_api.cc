@@ -35,7 +35,7 @@ void StopAtExit() {
 }
 
 // After the core started (its mutex released: the module map is emitted on this thread).
-bool StartFunctions(const SessionOptions& o, const session::Core& core, std::string* error) {
+bool StartFunctions(const SessionOptions& o, session::Core& core, std::string* error) {
   if (&functrace::Start == nullptr) {
     *error = "function tracing needs the shared runtime (libhushtrace.so, linked or preloaded)";
     return false;
@@ -46,7 +46,13 @@ bool StartFunctions(const SessionOptions& o, const session::Core& core, std::str
   f.min_duration_ticks = static_cast<std::uint64_t>(
       static_cast<double>(o.function_min_duration_ns) * static_cast<double>(core.clock_hz()) / 1e9);
   if (o.function_min_duration_ns != 0 && f.min_duration_ticks == 0) f.min_duration_ticks = 1;
-  return functrace::Start(f, error);
+  if (!functrace::Start(f, error)) return false;
+  // Function tracing fills packets fast, often from signal handlers (any traced function they
+  // call): start the writer thread now rather than from the slow path of such a handler, where
+  // creating a thread is not async-signal-safe. After Start(): gcc's five-NOP entries are only
+  // patched while no other thread exists.
+  core.EnsureConsumer();
+  return true;
 }
 
 std::vector<std::string> SplitList(const std::string& s) {

@@ -161,6 +161,14 @@ TEST(FunctraceTest, DlopenedLibrary) {
   const ProcessResult r = RunTraced(Prog("split"), {"dlopen", HUSH_FT_MODULE}, tmp.Sub("t"));
   ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
   const Checked c = CheckTrace(tmp.Sub("t"));
+#if defined(__SANITIZE_THREAD__)
+  // The module is a gcc shared library: five one-byte NOPs per entry, only patched while the
+  // program has no other thread; ThreadSanitizer's background thread exists once the session's
+  // writer thread was created, so the module's entries are refused (and said so).
+  EXPECT_NE(r.err.find("five one-byte NOPs"), std::string::npos) << r.err;
+  EXPECT_EQ(Entries(c, "ft_mod_square"), 0u);
+  return;
+#endif
   EXPECT_EQ(c.modules, 2u);  // the program, then the module when it was loaded
   EXPECT_EQ(c.entries.count("ft_mod_square") ? c.entries.at("ft_mod_square") : 0, 1000u);
   EXPECT_EQ(c.entries.count("ft_mod_sum") ? c.entries.at("ft_mod_sum") : 0, 11u);
