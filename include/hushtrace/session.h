@@ -39,6 +39,11 @@ struct SessionOptions {
   // fork() children keep tracing into this trace: each gets its own rings and stream files in the
   // same directory (its pid in their packet context, docs/format.md). Off: children do not trace.
   bool follow_children = false;
+  // Function tracing (docs/architecture.md, "Function tracing"): globs over function names whose
+  // patchable entries are patched; empty: none. Enables the func:* events.
+  std::vector<std::string> functions;
+  std::uint32_t function_depth = 0;             // 0: no limit
+  std::uint64_t function_min_duration_ns = 0;   // 0: every call
 };
 
 struct SessionStats {

@@ -564,6 +564,51 @@ std::vector<ElfFile::RelocTable> ElfFile::RelocationTables(
   return tables;
 }
 
+bool ElfFile::FunctionSymbols(std::vector<Symbol>* out, std::string* error) const {
+  out->clear();
+  const Section* table = nullptr;
+  for (const Section& s : sections_) {
+    if (s.header.sh_type == SHT_SYMTAB) table = &s;
+  }
+  if (table == nullptr) {
+    for (const Section& s : sections_) {
+      if (s.header.sh_type == SHT_DYNSYM) table = &s;
+    }
+  }
+  if (table == nullptr) return true;
+  const Elf64_Shdr& h = table->header;
+  if (h.sh_link == 0 || h.sh_link >= sections_.size() ||
+      sections_[h.sh_link].header.sh_type != SHT_STRTAB) {
+    *error = Error("symbol table " + table->name + " has no string table");
+    return false;
+  }
+  const Elf64_Shdr& strh = sections_[h.sh_link].header;
+  if (h.sh_size > kMaxTableBytes || strh.sh_size > kMaxTableBytes) {
+    *error = Error("symbol table " + table->name + " is larger than the reader's limit");
+    return false;
+  }
+  const std::size_t count = h.sh_size / sizeof(Elf64_Sym);
+  std::vector<Elf64_Sym> syms(count);
+  std::string strings(strh.sh_size, '\0');
+  if (!Read(h.sh_offset, count * sizeof(Elf64_Sym), syms.data(), error) ||
+      !Read(strh.sh_offset, strings.size(), strings.data(), error)) {
+    return false;
+  }
+  for (const Elf64_Sym& sym : syms) {
+    const unsigned type = ELF64_ST_TYPE(sym.st_info);
+    if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF ||
+        sym.st_name >= strings.size()) {
+      continue;
+    }
+    const char* name = strings.data() + sym.st_name;
+    out->push_back({std::string(name, strnlen(name, strings.size() - sym.st_name)), sym.st_value,
+                    sym.st_size});
+  }
+  std::sort(out->begin(), out->end(),
+            [](const Symbol& a, const Symbol& b) { return a.value < b.value; });
+  return true;
+}
+
 std::string ElfFile::SymbolName(const SymbolTable& table, const Elf64_Sym& sym) const {
   if (sym.st_name >= table.str_size) return "?";
   char buf[128] = {};

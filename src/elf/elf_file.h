@@ -110,6 +110,16 @@ class ElfFile {
   void ForEachNote(const std::function<void(const Note&)>& fn,
                    std::vector<std::string>* warnings) const;
 
+  // A defined function symbol (STT_FUNC or STT_GNU_IFUNC) at its link-time address.
+  struct Symbol {
+    std::string name;  // as stored (mangled)
+    std::uint64_t value = 0;
+    std::uint64_t size = 0;
+  };
+  // The function symbols of .symtab, or of .dynsym when the file is stripped, sorted by value.
+  // False (and *error) when the table is unreadable.
+  bool FunctionSymbols(std::vector<Symbol>* out, std::string* error) const;
+
   // The NT_GNU_BUILD_ID note as lowercase hex, or "" if there is none.
   std::string BuildId() const;
 

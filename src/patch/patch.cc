@@ -198,20 +198,12 @@ struct Scratch {
 };
 Scratch* g_scratch = nullptr;
 
-// The batch, with g_mu held.
-bool Apply(std::span<const Site> sites, bool enabled) {
-  if (sites.empty()) return true;
-  if (const char* why = arch::Unsupported()) {
-    Fail(why);
-    return false;
-  }
+// Step 0 for static-key sites: the new instruction of each site; sites already in that state
+// are left out.
+bool BuildKeyWork(std::span<const Site> sites, bool enabled, std::vector<Work>& work) {
   const std::size_t size = arch::SiteSize();
   const std::size_t head = arch::HeadSize();
   bool ok = true;
-
-  // 0. Work list.
-  if (g_scratch == nullptr) g_scratch = new Scratch();
-  std::vector<Work>& work = g_scratch->work;
   work.clear();
   for (const Site& s : sites) {
     Work w{};
@@ -230,6 +222,33 @@ bool Apply(std::span<const Site> sites, bool enabled) {
     std::memcpy(w.old_head, reinterpret_cast<const void*>(s.addr), head);
     if (std::memcmp(reinterpret_cast<const void*>(s.addr), w.bytes, size) != 0) work.push_back(w);
   }
+  return ok;
+}
+
+// Step 0 for explicit code (function entries): the same, with the bytes given.
+void BuildCodeWork(std::span<const CodeSite> sites, std::vector<Work>& work) {
+  const std::size_t size = arch::SiteSize();
+  work.clear();
+  for (const CodeSite& s : sites) {
+    Work w{};
+    w.addr = s.addr;
+    w.resume = s.resume;
+    std::memcpy(w.bytes, s.bytes, size);
+    std::memcpy(w.old_head, reinterpret_cast<const void*>(s.addr), arch::HeadSize());
+    if (std::memcmp(reinterpret_cast<const void*>(s.addr), w.bytes, size) != 0) work.push_back(w);
+  }
+}
+
+Scratch& GetScratch() {
+  if (g_scratch == nullptr) g_scratch = new Scratch();
+  return *g_scratch;
+}
+
+// Steps 1-5 over the work list of step 0, with g_mu held.
+bool RunBatch(std::vector<Work>& work) {
+  const std::size_t size = arch::SiteSize();
+  const std::size_t head = arch::HeadSize();
+  bool ok = true;
   if (work.empty()) return ok;
   const auto by_addr = [](const Work& a, const Work& b) { return a.addr < b.addr; };
   // The registry's lists come in table order, which is address order within a module.
@@ -302,11 +321,46 @@ bool Apply(std::span<const Site> sites, bool enabled) {
   return ok;
 }
 
+bool Apply(std::span<const Site> sites, bool enabled) {
+  if (sites.empty()) return true;
+  if (const char* why = arch::Unsupported()) {
+    Fail(why);
+    return false;
+  }
+  std::vector<Work>& work = GetScratch().work;
+  const bool ok = BuildKeyWork(sites, enabled, work);
+  return RunBatch(work) && ok;
+}
+
 }  // namespace
 
 bool SetSites(std::span<const Site> sites, bool enabled) {
   std::lock_guard<std::mutex> lock(g_mu);
   return Apply(sites, enabled);
+}
+
+bool WriteCode(std::span<const CodeSite> sites) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (sites.empty()) return true;
+  if (const char* why = arch::Unsupported()) {
+    Fail(why);
+    return false;
+  }
+  std::vector<Work>& work = GetScratch().work;
+  BuildCodeWork(sites, work);
+  return RunBatch(work);
+}
+
+bool WriteCodeInChild(std::span<const CodeSite> sites) {
+  if (!g_mu.try_lock()) return false;
+  bool ok = true;
+  if (!sites.empty() && arch::Unsupported() == nullptr) {
+    std::vector<Work>& work = GetScratch().work;
+    BuildCodeWork(sites, work);
+    ok = RunBatch(work);
+  }
+  g_mu.unlock();
+  return ok;
 }
 
 bool SetSitesInChild(std::span<const Site> sites, bool enabled) {

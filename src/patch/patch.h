@@ -41,6 +41,21 @@ bool SetSites(std::span<const Site> sites, bool enabled);
 // re-check the state word, so they emit nothing once the states are 0).
 bool SetSitesInChild(std::span<const Site> sites, bool enabled);
 
+// Explicit code for one site (function entries, src/functrace): the SiteSize() bytes `bytes`
+// become the instruction at `addr`; a thread that traps at `addr` during the batch continues at
+// `resume` (for a function entry: addr + SiteSize(), i.e. that one call runs untraced).
+struct CodeSite {
+  std::uintptr_t addr = 0;
+  std::uintptr_t resume = 0;
+  std::uint8_t bytes[8] = {};
+};
+
+// Writes every site with the same step list and batch as SetSites() (sites already holding their
+// bytes are skipped). Returns false if some site could not be written (warned once).
+bool WriteCode(std::span<const CodeSite> sites);
+// The same in a fork child; false without doing anything if the patch mutex is held.
+bool WriteCodeInChild(std::span<const CodeSite> sites);
+
 // Tests: `hook` is called on the patching thread right after the sync that ends steps 2, 3 and 4
 // of every batch (patch.cc), with the step number, the patch mutex held; nullptr removes it.
 // A hook that runs a site of the batch traps and is stepped over by the SIGTRAP handler.

@@ -64,6 +64,7 @@ class Core {
   // events fit in one packet per thread never pays for a thread (its events are written at exit).
   void EnsureConsumer();
   bool use_tsc() const { return calibration_.use_tsc; }
+  std::uint64_t clock_hz() const { return calibration_.freq_hz; }
   std::uint64_t generation() const { return generation_; }
   void WarnOnce(std::atomic<bool>& flag, const char* message);
   const clock::Calibration& calibration() const { return calibration_; }  // as of Start()

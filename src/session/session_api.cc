@@ -5,11 +5,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <limits>
 #include <cstdio>
 #include <string>
 
+#include "functrace/functrace.h"
 #include "hushtrace/session.h"
 #include "session/core.h"
 
@@ -22,8 +25,34 @@ session::Core* g_core = nullptr;  // the core of the last started session (kept:
 [[gnu::used]] Session* g_env_session = nullptr;
 std::mutex g_api_mu;
 
+void StopFunctions() {
+  if (&functrace::Stop != nullptr) functrace::Stop();
+}
+
 void StopAtExit() {
+  StopFunctions();
   if (session::Core* core = session::Core::Active()) core->Stop();
+}
+
+// After the core started (its mutex released: the module map is emitted on this thread).
+bool StartFunctions(const SessionOptions& o, session::Core& core, std::string* error) {
+  if (&functrace::Start == nullptr) {
+    *error = "function tracing needs the shared runtime (libhushtrace.so, linked or preloaded)";
+    return false;
+  }
+  functrace::Options f;
+  f.globs = o.functions;
+  f.depth = o.function_depth;
+  f.min_duration_ticks = static_cast<std::uint64_t>(
+      static_cast<double>(o.function_min_duration_ns) * static_cast<double>(core.clock_hz()) / 1e9);
+  if (o.function_min_duration_ns != 0 && f.min_duration_ticks == 0) f.min_duration_ticks = 1;
+  if (!functrace::Start(f, error)) return false;
+  // Function tracing fills packets fast, often from signal handlers (any traced function they
+  // call): start the writer thread now rather than from the slow path of such a handler, where
+  // creating a thread is not async-signal-safe. After Start(): gcc's five-NOP entries are only
+  // patched while no other thread exists.
+  core.EnsureConsumer();
+  return true;
 }
 
 std::vector<std::string> SplitList(const std::string& s) {
@@ -84,11 +113,12 @@ std::unique_ptr<Session> Session::Start(const SessionOptions& options, std::stri
   std::lock_guard<std::mutex> lock(g_api_mu);
   std::string local_error;
   if (error == nullptr) error = &local_error;
-  if (options.events.empty() && !options.sched) {
+  if (options.events.empty() && !options.sched && options.functions.empty()) {
     *error = "no events requested";
     return nullptr;
   }
   SessionOptions opts = options;
+  if (!opts.functions.empty()) opts.events.push_back("func:*");
   if (opts.output_dir.empty()) opts.output_dir = DefaultOutputDir();
   auto* core = new session::Core();
   if (!core->Start(opts, error)) {
@@ -96,6 +126,10 @@ std::unique_ptr<Session> Session::Start(const SessionOptions& options, std::stri
     return nullptr;
   }
   g_core = core;
+  if (!opts.functions.empty() && !StartFunctions(opts, *core, error)) {
+    core->Stop();
+    return nullptr;
+  }
   // Stopped sessions are kept (their rings may still be written by a late thread: core.h) and
   // stay reachable, so leak checkers do not report them.
   static auto* all_cores = new std::vector<session::Core*>();
@@ -111,6 +145,7 @@ void Session::Stop() {
   std::lock_guard<std::mutex> lock(g_api_mu);
   if (stopped_) return;
   stopped_ = true;
+  StopFunctions();
   if (g_core != nullptr) g_core->Stop();
 }
 
@@ -132,17 +167,45 @@ namespace internal {
 
 // Starts the session the environment asks for. Lives in the same object as the thread-local
 // writer (see thread_attach.cc) so static links keep it.
+// HUSHTRACE_FUNCTIONS (globs), HUSHTRACE_FUNCTION_DEPTH (N), HUSHTRACE_MIN_DURATION (ns).
+bool ParseFunctionEnv(const char* functions, SessionOptions* options) {
+  options->functions = SplitList(functions);
+  const auto number = [](const char* name, std::uint64_t* out) {
+    const char* v = ::secure_getenv(name);
+    if (v == nullptr || *v == '\0') return true;
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long n = std::strtoull(v, &end, 10);
+    if (errno != 0 || *end != '\0' || !std::isdigit(static_cast<unsigned char>(*v))) {
+      std::fprintf(stderr, "hushtrace: %s='%s' is not a number; tracing is off\n", name, v);
+      return false;
+    }
+    *out = n;
+    return true;
+  };
+  std::uint64_t depth = 0;
+  if (!number("HUSHTRACE_FUNCTION_DEPTH", &depth) ||
+      !number("HUSHTRACE_MIN_DURATION", &options->function_min_duration_ns)) {
+    return false;
+  }
+  options->function_depth = static_cast<std::uint32_t>(std::min<std::uint64_t>(depth, UINT32_MAX));
+  return true;
+}
+
 void StartFromEnvironment() {
   const char* events = ::secure_getenv("HUSHTRACE_EVENTS");
   const char* sched = ::secure_getenv("HUSHTRACE_SCHED");
   const char* follow = ::secure_getenv("HUSHTRACE_FOLLOW");
+  const char* functions = ::secure_getenv("HUSHTRACE_FUNCTIONS");
   const bool want_sched = sched != nullptr && std::string(sched) == "1";
+  const bool no_events = events == nullptr || *events == '\0';
   // The common case: nothing else happens.
-  if ((events == nullptr || *events == '\0') && !want_sched) return;
+  if (no_events && !want_sched && (functions == nullptr || *functions == '\0')) return;
   SessionOptions options;
-  options.events = SplitList(events != nullptr ? events : "");
+  if (!no_events) options.events = SplitList(events);
   options.sched = want_sched;
   options.follow_children = follow != nullptr && std::string(follow) == "1";
+  if (functions != nullptr && !ParseFunctionEnv(functions, &options)) return;
   if (const char* out = ::secure_getenv("HUSHTRACE_OUTPUT"); out != nullptr && *out != '\0') {
     options.output_dir = out;
   }

@@ -37,8 +37,9 @@ void OnThreadExit(void*) {
   Core* core = Core::Active();
   if (core != nullptr && w.ring != nullptr && w.generation == core->generation()) {
     core->Detach(w);
-    // Detach closed the thread's packet: a stream of short-lived threads fills rings with
-    // closed packets without ever filling one, so the consumer starts here as well.
+    // Detach closed a packet: short-lived threads that never fill one would otherwise pile
+    // closed packets into the rings, with no consumer started or a sleeping one, until the
+    // rings discard.
     core->EnsureConsumer();
     core->WakeConsumer();
   }

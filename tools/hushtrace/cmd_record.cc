@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "record_functions.h"
 
 namespace hush::cli {
 namespace {
@@ -47,6 +48,15 @@ constexpr char kUsage[] =
     "      --no-follow          children of PROGRAM do not trace. Default: a forked child writes\n"
     "                           its own streams into the trace, and an exec'd program linked with\n"
     "                           the runtime records into DIR/proc-PID (docs/format.md)\n"
+    "      --functions GLOB     trace the functions whose name matches GLOB (mangled or demangled,\n"
+    "                           e.g. 'fib*', 'ns::*', '*'); repeat or separate with commas. Needs a\n"
+    "                           PROGRAM built with patchable entries (clang or gcc\n"
+    "                           -fpatchable-function-entry=5, or gcc -pg -mfentry -mnop-mcount\n"
+    "                           -mrecord-mcount); one that does not link libhushtrace gets it\n"
+    "                           through LD_PRELOAD. With --functions, -e defaults to func:*\n"
+    "      --depth N            trace calls at most N traced frames deep (default: no limit)\n"
+    "      --min-duration D     keep only calls lasting at least D (500ns, 2us, 1ms): one func:call\n"
+    "                           event at their exit instead of func:entry + func:exit\n"
     "  -h, --help               print this help\n"
     "\n"
     "The first argument that is not an option starts the command line of PROGRAM (a PATH lookup\n"
@@ -235,6 +245,8 @@ struct Options {
   std::string buffer_size = "1M";
   bool sched = false;
   bool follow = true;
+  std::vector<std::string> functions;
+  std::string depth, min_duration_ns;
   int program = 0;  // index in argv
 };
 
@@ -278,7 +290,8 @@ int ParseOptions(int argc, char** argv, Options* o) {
     }
     if (name == "-e") name = "--events";
     if (name == "-o") name = "--output";
-    if (name != "--events" && name != "--output" && name != "--mode" && name != "--buffer-size") {
+    if (name != "--events" && name != "--output" && name != "--mode" && name != "--buffer-size" &&
+        name != "--functions" && name != "--depth" && name != "--min-duration") {
       return BadArguments("unknown option '" + arg + "'");
     }
     if (!has_value) {
@@ -289,6 +302,22 @@ int ParseOptions(int argc, char** argv, Options* o) {
       const std::vector<std::string> split = SplitPatterns(value);
       if (split.empty()) return BadArguments("empty event pattern '" + value + "'");
       o->patterns.insert(o->patterns.end(), split.begin(), split.end());
+    } else if (name == "--functions") {
+      const std::vector<std::string> split = SplitPatterns(value);
+      if (split.empty()) return BadArguments("empty function pattern '" + value + "'");
+      o->functions.insert(o->functions.end(), split.begin(), split.end());
+    } else if (name == "--depth") {
+      if (value.empty() || value.size() > 9 ||
+          value.find_first_not_of("0123456789") != std::string::npos || std::stoul(value) == 0) {
+        return BadArguments("bad depth '" + value + "': use a number of frames from 1");
+      }
+      o->depth = value;
+    } else if (name == "--min-duration") {
+      std::uint64_t ns = 0;
+      if (!ParseDurationNs(value, &ns)) {
+        return BadArguments("bad duration '" + value + "': use e.g. 500ns, 2us, 1ms");
+      }
+      o->min_duration_ns = std::to_string(ns);
     } else if (name == "--output") {
       if (value.empty()) return BadArguments("empty output directory");
       o->output = value;
@@ -308,8 +337,40 @@ int ParseOptions(int argc, char** argv, Options* o) {
   }
   if (i >= argc) return BadArguments("no program to run");
   o->program = i;
-  if (o->patterns.empty()) o->patterns.emplace_back("*");
+  if ((!o->depth.empty() || !o->min_duration_ns.empty()) && o->functions.empty()) {
+    return BadArguments("--depth and --min-duration need --functions");
+  }
+  if (o->patterns.empty()) o->patterns.emplace_back(o->functions.empty() ? "*" : "func:*");
   return -1;
+}
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const std::string& s : v) out += (out.empty() ? "" : ",") + s;
+  return out;
+}
+
+// HUSHTRACE_FUNCTIONS & co., and LD_PRELOAD of the runtime when PROGRAM does not carry it.
+bool SetFunctionEnvironment(const Options& o, const char* program) {
+  bool ok = ::setenv("HUSHTRACE_FUNCTIONS", Join(o.functions).c_str(), 1) == 0;
+  if (!o.depth.empty()) ok = ok && ::setenv("HUSHTRACE_FUNCTION_DEPTH", o.depth.c_str(), 1) == 0;
+  if (!o.min_duration_ns.empty())
+    ok = ok && ::setenv("HUSHTRACE_MIN_DURATION", o.min_duration_ns.c_str(), 1) == 0;
+  if (ok && !ProgramHasRuntime(program)) {
+    const std::string lib = RuntimeLibrary();
+    if (lib.empty()) {
+      std::fprintf(stderr,
+                   "hushtrace record: %s does not link libhushtrace and the shared runtime was not "
+                   "found to preload (set HUSHTRACE_RUNTIME to its path)\n",
+                   program);
+      return false;
+    }
+    const char* old = std::getenv("LD_PRELOAD");
+    const std::string preload = old != nullptr && *old != '\0' ? lib + ":" + old : lib;
+    ok = ::setenv("LD_PRELOAD", preload.c_str(), 1) == 0;
+  }
+  if (!ok) std::fprintf(stderr, "hushtrace record: cannot set the environment: %s\n", std::strerror(errno));
+  return ok;
 }
 
 }  // namespace
@@ -352,6 +413,11 @@ int RunRecord(int argc, char** argv) {
       ::setenv("HUSHTRACE_FOLLOW", opts.follow ? "1" : "0", 1) != 0) {
     std::fprintf(stderr, "hushtrace record: cannot set the environment: %s\n",
                  std::strerror(errno));
+    remove_if_unused();
+    return 1;
+  }
+
+  if (!opts.functions.empty() && !SetFunctionEnvironment(opts, program)) {
     remove_if_unused();
     return 1;
   }

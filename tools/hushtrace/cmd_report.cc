@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "func_profile.h"
 #include "hushtrace/reader.h"
 #include "open_trace.h"
 #include "progress.h"
@@ -23,7 +24,8 @@ constexpr const char kUsage[] =
     "usage: hushtrace report DIR\n"
     "\n"
     "Summarizes the trace in DIR: duration, events and bytes, events per name and per thread,\n"
-    "lost events (lines starting with WARNING:), spans by total and self time, counters.\n"
+    "lost events (lines starting with WARNING:), spans by total and self time, traced functions\n"
+    "(calls, total, self, avg, max; names resolved from the modules' symbol tables), counters.\n"
     "\n"
     "exit status: 0 ok, 1 unreadable or damaged trace, 2 bad arguments\n";
 
@@ -149,11 +151,13 @@ int RunReport(int argc, char** argv) {
   }
   std::unordered_map<std::uint32_t, ThreadStats> threads;
   std::uint64_t total = 0, first_ts = 0, last_ts = 0, unmatched = 0;
+  FunctionProfile functions(*trace);
   reader::EventIterator it(*trace);
   Progress progress(*trace, "report");
   while (it.Next()) {
     const reader::Event& e = it.event();
     progress.Tick(e.timestamp());
+    functions.Add(e);
     const std::size_t ci = e.event_class().index;
     if (total++ == 0) first_ts = e.timestamp();
     last_ts = std::max(last_ts, e.timestamp());
@@ -278,6 +282,8 @@ int RunReport(int argc, char** argv) {
                   static_cast<unsigned long long>(unclosed), static_cast<unsigned long long>(unmatched));
     }
   }
+
+  functions.Print(*trace, kMaxRows);
 
   // Counters.
   order.clear();

@@ -31,6 +31,13 @@ const std::uint8_t* TrapOpcode();
 void EncodeNop(std::uint8_t* out);
 bool EncodeJump(std::uintptr_t site, std::uintptr_t target, std::uint8_t* out);
 
+// Function entries (src/functrace). EntryKind classifies the SiteSize() bytes at a
+// compiler-emitted patchable entry; EncodeCall writes a call from `site` to `target`
+// (false if out of reach); EncodeEntryNop the one-instruction NOP an entry is restored to.
+enum class EntryKind { kNop, kSplitNop, kCall, kOther };
+EntryKind ClassifyEntry(const std::uint8_t* bytes);
+bool EncodeCall(std::uintptr_t site, std::uintptr_t target, std::uint8_t* out);
+
 // Stores `n` bytes into code made writable by mprotect, one single-byte store each (byte 0 of a
 // site must change in one store: it is what other CPUs decode first). Plain machine stores that
 // sanitizers do not see: ThreadSanitizer has no writable shadow memory for text, and the bytes

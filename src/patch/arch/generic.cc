@@ -12,9 +12,16 @@ std::size_t HeadSize() { return 0; }
 const std::uint8_t* TrapOpcode() { return nullptr; }
 void EncodeNop(std::uint8_t*) {}
 bool EncodeJump(std::uintptr_t, std::uintptr_t, std::uint8_t*) { return false; }
+EntryKind ClassifyEntry(const std::uint8_t*) { return EntryKind::kOther; }
+bool EncodeCall(std::uintptr_t, std::uintptr_t, std::uint8_t*) { return false; }
 void StoreCode(std::uintptr_t, const std::uint8_t*, std::size_t) {}
 bool IsTrapInstruction(const siginfo_t*) { return false; }
 std::uintptr_t TrapAddress(const void*) { return 0; }
 void SetResumeAddress(void*, std::uintptr_t) {}
 
 }  // namespace hush::patch::arch
+
+// Function tracing has no trampoline here; functrace::Start() refuses before anything could
+// reach these (SiteSize() == 0).
+extern "C" void hush_ftrace_entry() { __builtin_trap(); }
+extern "C" void hush_ftrace_return() { __builtin_trap(); }

@@ -40,6 +40,23 @@ bool EncodeJump(std::uintptr_t site, std::uintptr_t target, std::uint8_t* out) {
   return true;
 }
 
+EntryKind ClassifyEntry(const std::uint8_t* bytes) {
+  // gcc -fpatchable-function-entry=5: five one-byte NOPs (a thread may sit between them);
+  // clang and gcc -mnop-mcount: one 5-byte NOP (0f 1f 44 00 xx); a call: already patched.
+  static constexpr std::uint8_t kSplit[5] = {0x90, 0x90, 0x90, 0x90, 0x90};
+  // nopl disp8(%rax,%rax,1) with any displacement (clang writes 0x08 there).
+  if (std::memcmp(bytes, kNop5, 4) == 0) return EntryKind::kNop;
+  if (std::memcmp(bytes, kSplit, 5) == 0) return EntryKind::kSplitNop;
+  if (bytes[0] == 0xe8) return EntryKind::kCall;
+  return EntryKind::kOther;
+}
+
+bool EncodeCall(std::uintptr_t site, std::uintptr_t target, std::uint8_t* out) {
+  if (!EncodeJump(site, target, out)) return false;
+  out[0] = 0xe8;  // call rel32: same encoding as jmp rel32 but for the opcode
+  return true;
+}
+
 void StoreCode(std::uintptr_t addr, const std::uint8_t* bytes, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) {
     asm volatile("movb %1, %0" : "=m"(*reinterpret_cast<std::uint8_t*>(addr + i)) : "q"(bytes[i]));

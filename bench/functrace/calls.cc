@@ -1,0 +1,46 @@
+// The call-heavy program of the function-tracing benchmarks (bench/functrace/run.sh): recursive
+// fib plus small non-inlined functions. The same source is built plain and with entry NOPs
+// (bench/CMakeLists.txt), then run untraced, traced by hushtrace and traced by uftrace.
+//
+//   calls N   runs fib(N) and a loop of small calls; prints "calls C ns_per_call X"
+//             (wall time of the whole workload over the number of calls it makes, counted
+//             in a variable that is not a function call)
+#include <time.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#define NI __attribute__((noinline, noipa))
+
+static long g_calls = 0;
+
+NI long fib(int n) {
+  ++g_calls;
+  return n < 2 ? n : fib(n - 1) + fib(n - 2);
+}
+NI long add3(long x) {
+  ++g_calls;
+  return x + 3;
+}
+NI long mul_add(long x, long y) {
+  ++g_calls;
+  return x * y + 1;
+}
+NI long small_loop(long n) {
+  ++g_calls;
+  long s = 0;
+  for (long i = 0; i < n; ++i) s = mul_add(add3(s), 3) & 0xffff;
+  return s;
+}
+
+int main(int argc, char** argv) {
+  const int n = argc > 1 ? std::atoi(argv[1]) : 27;
+  timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  const long f = fib(n);
+  const long s = small_loop(static_cast<long>(1) << (n - 8));
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  const double ns = static_cast<double>(b.tv_sec - a.tv_sec) * 1e9 + static_cast<double>(b.tv_nsec - a.tv_nsec);
+  std::printf("result %ld %ld calls %ld ns_per_call %.3f\n", f, s, g_calls, ns / static_cast<double>(g_calls));
+  return 0;
+}

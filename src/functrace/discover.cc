@@ -1,0 +1,440 @@
+// Finding and patching function entries (functrace.h).
+//
+// Per module (dl_iterate_phdr), lazily, only when a session asks for functions:
+//   1. entries: the in-memory array of section __patchable_function_entries
+//      (-fpatchable-function-entry=N) or __mcount_loc (gcc -mrecord-mcount). Both are allocated
+//      sections of absolute addresses, already relocated by the loader; their bounds come from
+//      the section headers of the module's file (src/elf), which is also where .symtab is.
+//   2. selection: the function symbol containing each entry, matched against the globs by its
+//      mangled name, its demangled name, and its demangled name without the parameter list.
+//   3. bytes: one 5-byte NOP -> patched. gcc's five one-byte NOPs -> patched only while no other
+//      thread of the program exists (none can be between two of them then); else refused and
+//      counted (docs/architecture.md, "Function tracing"). Anything else -> left alone.
+//   4. target: the trampoline if within call range, else a stub page mapped within 2 GiB of the
+//      module that jumps to it.
+// All selected entries of all new modules go to src/patch in one batch.
+#include <cxxabi.h>
+#include <dirent.h>
+#include <elf.h>
+#include <link.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "elf/elf_file.h"
+#include "functrace/functrace.h"
+#include "functrace/shadow.h"
+#include "patch/arch/arch.h"
+#include "patch/patch.h"
+#include "registry/registry.h"
+
+namespace hush::functrace {
+namespace {
+
+struct LoadedModule {
+  std::string path;
+  std::uintptr_t base = 0;
+  std::string build_id;
+  std::uintptr_t text_lo = 0, text_hi = 0;  // executable PT_LOAD range
+};
+
+struct Module {
+  LoadedModule loaded;
+  bool has_entries = false;
+};
+
+std::mutex g_mu;  // guards the State (constant-initialized: usable from any constructor)
+
+// Allocated on first use and never destroyed: the session from the environment starts in a
+// constructor that may run before this file's dynamic initializers, and stops in an atexit
+// handler that may run after its destructors.
+struct State {
+  bool started = false;
+  Options options;
+  std::vector<Module> modules;            // every module scanned, in the order seen
+  std::vector<patch::CodeSite> patched;   // entries currently patched (their call bytes)
+  std::vector<std::uintptr_t> stubs;      // stub pages (never unmapped)
+  std::uint64_t entries = 0, refused_split = 0, converted_split = 0;
+  double last_batch_us = 0;
+};
+State& St() {
+  static State* const state = new State();
+  return *state;
+}
+
+std::string BuildIdOf(const dl_phdr_info* info) {
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_NOTE) continue;
+    const auto* p = reinterpret_cast<const unsigned char*>(info->dlpi_addr + ph.p_vaddr);
+    const unsigned char* end = p + ph.p_memsz;
+    while (p + sizeof(ElfW(Nhdr)) <= end) {
+      const auto* n = reinterpret_cast<const ElfW(Nhdr)*>(p);
+      const unsigned char* name = p + sizeof(ElfW(Nhdr));
+      const unsigned char* desc = name + ((n->n_namesz + 3) & ~3u);
+      const unsigned char* next = desc + ((n->n_descsz + 3) & ~3u);
+      if (next > end) break;
+      if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0) {
+        static const char kHex[] = "0123456789abcdef";
+        std::string out;
+        for (std::uint32_t k = 0; k < n->n_descsz; ++k) {
+          out += kHex[desc[k] >> 4];
+          out += kHex[desc[k] & 15];
+        }
+        return out;
+      }
+      p = next;
+    }
+  }
+  return "";
+}
+
+std::string SelfExe() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+}
+
+std::vector<LoadedModule> LoadedModules() {
+  std::vector<LoadedModule> out;
+  ::dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* data) {
+        auto* v = static_cast<std::vector<LoadedModule>*>(data);
+        LoadedModule m;
+        m.path = info->dlpi_name != nullptr ? info->dlpi_name : "";
+        if (m.path.empty() && !v->empty()) return 0;  // vDSO and the like: no file
+        m.base = info->dlpi_addr;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_LOAD || (ph.p_flags & PF_X) == 0) continue;
+          const std::uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
+          if (m.text_lo == 0 || lo < m.text_lo) m.text_lo = lo;
+          m.text_hi = std::max<std::uintptr_t>(m.text_hi, lo + ph.p_memsz);
+        }
+        m.build_id = BuildIdOf(info);
+        v->push_back(std::move(m));
+        return 0;
+      },
+      &out);
+  if (!out.empty() && out[0].path.empty()) out[0].path = SelfExe();
+  return out;
+}
+
+bool Known(const LoadedModule& m) {
+  for (const Module& k : St().modules) {
+    if (k.loaded.base == m.base && k.loaded.path == m.path) return true;
+  }
+  return false;
+}
+
+// Program threads other than the caller (the runtime's own hush-* threads never run traced code).
+bool OtherThreadsExist() {
+  DIR* d = ::opendir("/proc/self/task");
+  if (d == nullptr) return true;
+  int others = 0;
+  const pid_t self = static_cast<pid_t>(::gettid());
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    const pid_t tid = static_cast<pid_t>(std::atoi(e->d_name));
+    if (tid == self) continue;
+    char path[64], comm[32] = {};
+    std::snprintf(path, sizeof path, "/proc/self/task/%d/comm", tid);
+    if (FILE* f = std::fopen(path, "re")) {
+      if (std::fgets(comm, sizeof comm, f) == nullptr) comm[0] = '\0';
+      std::fclose(f);
+    }
+    if (std::strncmp(comm, "hush-", 5) != 0) ++others;
+  }
+  ::closedir(d);
+  return others > 0;
+}
+
+bool InCallRange(std::uintptr_t target, std::uintptr_t lo, std::uintptr_t hi) {
+  constexpr std::int64_t kReach = (std::int64_t{1} << 31) - 64;
+  const auto dist = [](std::uintptr_t a, std::uintptr_t b) {
+    return a > b ? static_cast<std::int64_t>(a - b) : static_cast<std::int64_t>(b - a);
+  };
+  return dist(target, lo) < kReach && dist(target, hi) < kReach;
+}
+
+// A call target within rel32 range of [lo, hi): the trampoline itself, a stub already made, or a
+// new stub page `jmp *0(%rip); .quad hush_ftrace_entry` mapped near the module. 0 if none.
+std::uintptr_t CallTarget(std::uintptr_t lo, std::uintptr_t hi) {
+  const auto trampoline = reinterpret_cast<std::uintptr_t>(&hush_ftrace_entry);
+  if (InCallRange(trampoline, lo, hi)) return trampoline;
+  for (std::uintptr_t s : St().stubs) {
+    if (InCallRange(s, lo, hi)) return s;
+  }
+  const std::uintptr_t page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  constexpr std::uintptr_t kStep = std::uintptr_t{1} << 21;
+  for (std::uintptr_t i = 1; i < 768; ++i) {
+    for (int dir = 0; dir < 2; ++dir) {
+      const std::uintptr_t lo_page = lo & ~(page - 1);
+      if (dir == 0 && lo_page < i * kStep + page) continue;
+      const std::uintptr_t hint =
+          dir == 0 ? lo_page - i * kStep : ((hi + page - 1) & ~(page - 1)) + i * kStep;
+      void* p = ::mmap(reinterpret_cast<void*>(hint), page, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+      if (p == MAP_FAILED) continue;
+      const auto s = reinterpret_cast<std::uintptr_t>(p);
+      if (!InCallRange(s, lo, hi)) {
+        ::munmap(p, page);
+        continue;
+      }
+      static const unsigned char kJmp[6] = {0xff, 0x25, 0, 0, 0, 0};  // jmp *0(%rip)
+      std::memcpy(p, kJmp, sizeof kJmp);
+      std::memcpy(static_cast<char*>(p) + sizeof kJmp, &trampoline, sizeof trampoline);
+      if (::mprotect(p, page, PROT_READ | PROT_EXEC) != 0) {
+        ::munmap(p, page);
+        return 0;
+      }
+      St().stubs.push_back(s);
+      return s;
+    }
+  }
+  return 0;
+}
+
+// Globs against one symbol's names.
+class Selector {
+ public:
+  explicit Selector(const std::vector<std::string>& globs) : globs_(globs) {
+    for (const std::string& g : globs_) all_ = all_ || g == "*";
+  }
+  bool Matches(const std::string& mangled) const {
+    if (all_) return true;
+    if (AnyGlob(mangled)) return true;
+    if (mangled.rfind("_Z", 0) != 0) return false;
+    int status = 0;
+    std::unique_ptr<char, decltype(&std::free)> d(
+        abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status), &std::free);
+    if (status != 0 || d == nullptr) return false;
+    const std::string full = d.get();
+    if (AnyGlob(full)) return true;
+    const std::size_t paren = full.find('(');
+    return paren != std::string::npos && AnyGlob(full.substr(0, paren));
+  }
+
+ private:
+  bool AnyGlob(const std::string& name) const {
+    for (const std::string& g : globs_) {
+      if (registry::GlobMatches(g, name)) return true;
+    }
+    return false;
+  }
+  const std::vector<std::string>& globs_;
+  bool all_ = false;
+};
+
+// Adds the selected entries of module `m` to `out`. Returns whether it has entries at all.
+bool SelectEntries(const LoadedModule& m, const Selector& sel, bool single_threaded,
+                   std::vector<patch::CodeSite>* out, std::string* warning) {
+  std::string error;
+  std::unique_ptr<elf::ElfFile> file = elf::ElfFile::Open(m.path, &error);
+  if (!file) return false;  // not a file we can read (e.g. deleted): nothing to trace there
+  // (table address, entries); the tables need not be 8-byte aligned (gcc's __mcount_loc is not
+  // always): entries are read with memcpy.
+  std::vector<std::pair<const unsigned char*, std::size_t>> arrays;
+  for (const elf::ElfFile::Section& s : file->sections()) {
+    if ((s.name != "__patchable_function_entries" && s.name != "__mcount_loc") ||
+        (s.header.sh_flags & SHF_ALLOC) == 0 || s.header.sh_size < 8) {
+      continue;
+    }
+    arrays.emplace_back(reinterpret_cast<const unsigned char*>(m.base + s.header.sh_addr),
+                        s.header.sh_size / 8);
+  }
+  if (arrays.empty()) return false;
+  std::vector<elf::ElfFile::Symbol> syms;
+  if (!file->FunctionSymbols(&syms, &error)) {
+    *warning = error;
+    return true;
+  }
+  const std::uintptr_t target = CallTarget(m.text_lo, m.text_hi);
+  if (target == 0) {
+    *warning = m.path + ": no page for a trampoline stub within 2 GiB of its code";
+    return true;
+  }
+  std::vector<std::uint8_t> verdict(syms.size(), 2);  // 2 unknown, 1 selected, 0 not
+  for (const auto& [entries, count] : arrays) {
+    for (std::size_t k = 0; k < count; ++k) {
+      std::uint64_t entry;
+      std::memcpy(&entry, entries + 8 * k, sizeof entry);
+      const std::uintptr_t addr = static_cast<std::uintptr_t>(entry);
+      if (addr < m.text_lo || addr + patch::arch::SiteSize() > m.text_hi) continue;
+      ++St().entries;
+      const std::uint64_t link = addr - m.base;
+      auto it = std::upper_bound(
+          syms.begin(), syms.end(), link,
+          [](std::uint64_t v, const elf::ElfFile::Symbol& s) { return v < s.value; });
+      bool selected = false;
+      // The symbols at the greatest value <= link (aliases share it) that contain the entry.
+      if (it == syms.begin()) continue;
+      --it;
+      for (const std::uint64_t value = it->value;; --it) {
+        if (link < it->value + std::max<std::uint64_t>(it->size, 1)) {
+          std::uint8_t& v = verdict[static_cast<std::size_t>(it - syms.begin())];
+          if (v == 2) v = sel.Matches(it->name) ? 1 : 0;
+          selected = v == 1;
+        }
+        if (selected || it == syms.begin() || (it - 1)->value != value) break;
+      }
+      if (!selected) continue;
+      const auto* bytes = reinterpret_cast<const std::uint8_t*>(addr);
+      const patch::arch::EntryKind kind = patch::arch::ClassifyEntry(bytes);
+      if (kind == patch::arch::EntryKind::kSplitNop) {
+        if (!single_threaded) {
+          ++St().refused_split;
+          continue;
+        }
+        ++St().converted_split;
+      } else if (kind != patch::arch::EntryKind::kNop) {
+        continue;
+      }
+      patch::CodeSite site;
+      site.addr = addr;
+      site.resume = addr + patch::arch::SiteSize();
+      if (!patch::arch::EncodeCall(addr, target, site.bytes)) continue;
+      out->push_back(site);
+    }
+  }
+  return true;
+}
+
+// Scans modules not seen yet, patches their selected entries in one batch, writes their map.
+// g_mu held.
+void ScanNew() {
+  const std::vector<LoadedModule> loaded = LoadedModules();
+  const Selector sel(St().options.globs);
+  const std::uint64_t refused_before = St().refused_split;
+  bool single_threaded = true;
+  bool threads_checked = false;
+  std::vector<patch::CodeSite> batch;
+  std::vector<std::size_t> new_modules;
+  for (const LoadedModule& m : loaded) {
+    if (Known(m)) continue;
+    if (!threads_checked) {
+      single_threaded = !OtherThreadsExist();
+      threads_checked = true;
+    }
+    std::string warning;
+    Module mod;
+    mod.loaded = m;
+    mod.has_entries = SelectEntries(m, sel, single_threaded, &batch, &warning);
+    if (!warning.empty()) std::fprintf(stderr, "hushtrace: function tracing: %s\n", warning.c_str());
+    St().modules.push_back(std::move(mod));
+    if (St().modules.back().has_entries) new_modules.push_back(St().modules.size() - 1);
+  }
+  if (St().refused_split != refused_before) {
+    std::fprintf(stderr,
+                 "hushtrace: %llu function entries are five one-byte NOPs (gcc "
+                 "-fpatchable-function-entry) and other threads were running: they stay "
+                 "untraced (start tracing at program start, or build with clang, or with gcc "
+                 "-pg -mfentry -mnop-mcount -mrecord-mcount)\n",
+                 static_cast<unsigned long long>(St().refused_split - refused_before));
+  }
+  if (!batch.empty()) {
+    const auto t0 = std::chrono::steady_clock::now();
+    patch::WriteCode(batch);
+    St().last_batch_us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    St().patched.insert(St().patched.end(), batch.begin(), batch.end());
+  }
+  for (std::size_t i : new_modules) {
+    const LoadedModule& m = St().modules[i].loaded;
+    EmitModule(m.path.c_str(), m.build_id.c_str(), m.base);
+  }
+}
+
+}  // namespace
+
+bool Start(const Options& options, std::string* error) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (St().started) {
+    *error = "function tracing is already active";
+    return false;
+  }
+  if (patch::arch::SiteSize() == 0 || patch::arch::Unsupported() != nullptr) {
+    *error = "function tracing is not supported on this architecture";
+    return false;
+  }
+  // Without the unwinder wrappers an exception thrown through a traced frame would terminate
+  // the program: warn when another library's definitions come first in lookup order.
+  if (std::string why; !UnwindWrappersActive(&why)) {
+    std::fprintf(stderr,
+                 "hushtrace: warning: %s: a C++ exception thrown through a traced function will "
+                 "terminate the program\n",
+                 why.c_str());
+  }
+  RegisterEvents();
+  St().options = options;
+  g_settings.max_depth.store(options.depth == 0 ? kCapacity : std::min(options.depth, kCapacity),
+                             std::memory_order_relaxed);
+  g_settings.min_ticks.store(options.min_duration_ticks, std::memory_order_relaxed);
+  g_settings.ever_started.store(true, std::memory_order_relaxed);
+  St().entries = 0;
+  St().modules.clear();  // a new session writes its own module map
+  St().started = true;
+  ScanNew();
+  return true;
+}
+
+void Rescan() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (St().started) ScanNew();
+}
+
+void Stop() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!St().started) return;
+  St().started = false;
+  // Only entries of modules still loaded: a dlclose()d module's pages may hold other code now.
+  const std::vector<LoadedModule> loaded = LoadedModules();
+  std::vector<patch::CodeSite> batch;
+  for (const patch::CodeSite& s : St().patched) {
+    const bool present = std::any_of(loaded.begin(), loaded.end(), [&](const LoadedModule& m) {
+      return s.addr >= m.text_lo && s.addr < m.text_hi;
+    });
+    if (!present ||
+        std::memcmp(reinterpret_cast<const void*>(s.addr), s.bytes, patch::arch::SiteSize()) != 0) {
+      continue;
+    }
+    patch::CodeSite nop = s;
+    patch::arch::EncodeNop(nop.bytes);
+    batch.push_back(nop);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  patch::WriteCode(batch);
+  St().last_batch_us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  St().patched.clear();
+  if (std::uint64_t n = g_overflow.load(std::memory_order_relaxed)) {
+    std::fprintf(stderr,
+                 "hushtrace: %llu calls deeper than the shadow stack (%u frames) were not traced\n",
+                 static_cast<unsigned long long>(n), kCapacity);
+  }
+}
+
+Stats GetStats() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  Stats s;
+  for (const Module& m : St().modules) s.modules += m.has_entries ? 1 : 0;
+  s.entries = St().entries;
+  s.patched = St().patched.size();
+  s.refused_split = St().refused_split;
+  s.converted_split = St().converted_split;
+  s.overflow = g_overflow.load(std::memory_order_relaxed);
+  s.unmatched_returns = g_unmatched.load(std::memory_order_relaxed);
+  s.last_batch_us = St().last_batch_us;
+  return s;
+}
+
+}  // namespace hush::functrace

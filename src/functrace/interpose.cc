@@ -1,0 +1,131 @@
+// Wrappers that keep function tracing correct across stack unwinding and dlopen(). Built into the
+// shared runtime only (libhushtrace.so, linked or LD_PRELOADed), which the dynamic linker searches
+// before libgcc_s / libstdc++ / libc; the static runtime does not carry them (a program linked
+// statically with the unwinder would get duplicate symbols): docs/architecture.md.
+//
+//   _Unwind_RaiseException, _Unwind_Resume_or_Rethrow, _Unwind_ForcedUnwind
+//       before the unwinder walks the stack, every hijacked return address of this thread is put
+//       back (the unwinder finds no unwind info at the return thunk and would call terminate)
+//   __cxa_begin_catch
+//       frames below the catcher are gone: their exits are emitted; the frames above it are
+//       hijacked again unless another exception is still in flight (a catch inside a destructor
+//       run by unwinding: those frames stay restored and get their exit when an outer traced
+//       frame returns)
+//   dlopen
+//       a library loaded while functions are traced gets its selected entries patched
+//
+// Each forwards to the next definition (RTLD_NEXT), found once. Costs nothing unless a session
+// ever asked for functions, beyond one indirect call.
+#include <dlfcn.h>
+#include <unwind.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <string>
+#include <utility>
+
+#include "functrace/functrace.h"
+#include "functrace/shadow.h"
+
+namespace hush::functrace {
+namespace {
+
+void* Next(const char* name, const char* fallback_lib) {
+  void* f = ::dlsym(RTLD_NEXT, name);
+  if (f == nullptr && fallback_lib != nullptr) {
+    // We come after the defining library in the search order: our definition is then not the
+    // one the program calls, but a direct call to ours must still work.
+    if (void* h = ::dlopen(fallback_lib, RTLD_NOW | RTLD_NOLOAD)) f = ::dlsym(h, name);
+  }
+  if (f == nullptr) {
+    std::fprintf(stderr, "hushtrace: cannot find %s\n", name);
+    std::abort();
+  }
+  return f;
+}
+
+template <typename F>
+F Resolve(std::atomic<void*>& cache, const char* name, const char* lib) {
+  void* f = cache.load(std::memory_order_acquire);
+  if (f == nullptr) {
+    f = Next(name, lib);
+    cache.store(f, std::memory_order_release);  // idempotent: every thread finds the same
+  }
+  return reinterpret_cast<F>(f);
+}
+
+bool Active() { return g_settings.ever_started.load(std::memory_order_relaxed); }
+
+std::atomic<void*> g_raise{nullptr}, g_rethrow{nullptr}, g_forced{nullptr}, g_catch{nullptr},
+    g_dlopen{nullptr};
+
+}  // namespace
+}  // namespace hush::functrace
+
+using namespace hush::functrace;
+
+extern "C" {
+
+_Unwind_Reason_Code _Unwind_RaiseException(_Unwind_Exception* e) {
+  auto real = Resolve<_Unwind_Reason_Code (*)(_Unwind_Exception*)>(g_raise, "_Unwind_RaiseException",
+                                                                    "libgcc_s.so.1");
+  if (Active()) RestoreForUnwind();
+  return real(e);
+}
+
+_Unwind_Reason_Code _Unwind_Resume_or_Rethrow(_Unwind_Exception* e) {
+  auto real = Resolve<_Unwind_Reason_Code (*)(_Unwind_Exception*)>(
+      g_rethrow, "_Unwind_Resume_or_Rethrow", "libgcc_s.so.1");
+  if (Active()) RestoreForUnwind();
+  return real(e);
+}
+
+_Unwind_Reason_Code _Unwind_ForcedUnwind(_Unwind_Exception* e, _Unwind_Stop_Fn stop, void* arg) {
+  auto real = Resolve<_Unwind_Reason_Code (*)(_Unwind_Exception*, _Unwind_Stop_Fn, void*)>(
+      g_forced, "_Unwind_ForcedUnwind", "libgcc_s.so.1");
+  if (Active()) RestoreForUnwind();
+  return real(e, stop, arg);
+}
+
+void* __cxa_begin_catch(void* exception) noexcept {
+  auto real = Resolve<void* (*)(void*) noexcept>(g_catch, "__cxa_begin_catch", "libstdc++.so.6");
+  void* r = real(exception);
+  if (Active()) {
+    // The catcher's stack pointer: our caller's, just above our return address.
+    const auto catcher_sp = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)) +
+                            2 * sizeof(void*);
+    ResumeAfterCatch(catcher_sp, std::uncaught_exceptions() == 0);
+  }
+  return r;
+}
+
+void* dlopen(const char* file, int mode) {
+  auto real = Resolve<void* (*)(const char*, int)>(g_dlopen, "dlopen", nullptr);
+  void* h = real(file, mode);
+  if (h != nullptr && Active()) Rescan();
+  return h;
+}
+
+}  // extern "C"
+
+namespace hush::functrace {
+
+bool UnwindWrappersActive(std::string* why) {
+  // The program's calls go to the first definition in lookup order; ours must be it.
+  for (const auto& [name, ours] :
+       {std::pair<const char*, void*>{"_Unwind_RaiseException",
+                                      reinterpret_cast<void*>(&_Unwind_RaiseException)},
+        std::pair<const char*, void*>{"__cxa_begin_catch", reinterpret_cast<void*>(&__cxa_begin_catch)}}) {
+    void* first = ::dlsym(RTLD_DEFAULT, name);
+    if (first != nullptr && first != ours) {
+      *why = std::string(name) + " resolves to another library before libhushtrace";
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace hush::functrace

@@ -1,0 +1,204 @@
+// The handlers behind the trampoline and the return thunk (shadow.h), on the traced thread.
+// Everything here is on the hot path of a traced call except ShadowSlow and the unwind helpers.
+#include "functrace/shadow.h"
+
+#include <pthread.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "functrace/events.h"
+#include "hushtrace/internal/thread_writer.h"
+
+namespace hush::functrace {
+
+Settings g_settings;
+std::atomic<std::uint64_t> g_overflow{0};
+std::atomic<std::uint64_t> g_unmatched{0};
+
+namespace {
+
+using internal::site_descriptor;
+using EntrySpec = hush_tp_func_entry;
+using ExitSpec = hush_tp_func_exit;
+using CallSpec = hush_tp_func_call;
+
+// x86-64: the patched entry is a 5-byte `call`; its return address is the entry + 5.
+constexpr std::uintptr_t kEntryCallSize = 5;
+
+Shadow* const kDead = reinterpret_cast<Shadow*>(1);  // thread past its shadow stack's destructor
+thread_local Shadow* t_shadow __attribute__((tls_model("initial-exec"))) = nullptr;
+pthread_key_t g_key;
+pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
+
+void FreeShadow(void* p) {
+  // Thread exit: every traced frame has returned (or was unwound by pthread_exit, whose forced
+  // unwind restored the slots first), so nothing refers to the frames any more.
+  ::munmap(p, sizeof(Shadow));
+  t_shadow = kDead;
+}
+
+[[gnu::cold, gnu::noinline]] Shadow* ShadowSlow() {
+  if (t_shadow == kDead) return nullptr;
+  ::pthread_once(&g_key_once, [] { ::pthread_key_create(&g_key, FreeShadow); });
+  // MAP_NORESERVE: pages are touched only as deep as the thread's traced stack goes.
+  void* p = ::mmap(nullptr, sizeof(Shadow), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    t_shadow = kDead;
+    return nullptr;
+  }
+  t_shadow = static_cast<Shadow*>(p);
+  ::pthread_setspecific(g_key, p);
+  return t_shadow;
+}
+
+// One event of `N` u64 fields stamped `*ts`, read after the nesting guard (see emit.h: a signal
+// handler's event then never carries an older timestamp than one already committed).
+template <typename Spec, int N>
+inline void EmitWords(const std::uint64_t (&v)[N], std::uint64_t* ts_out) {
+  const std::uint32_t state = site_descriptor<Spec>.state.load(std::memory_order_relaxed);
+  if (state == 0) {
+    if (ts_out) *ts_out = internal::ReadCycleCounter();
+    return;
+  }
+  const std::uint32_t id = state - 1;
+  internal::ThreadWriter& w = internal::tls_writer;
+  const std::uint32_t nesting = internal::EnterEvent(w);
+  const std::uint64_t ts = internal::ReadCycleCounter();
+  if (ts_out) *ts_out = ts;
+  if (char* p = internal::TryReserveFast(w, nesting, id, ts, 8 * N)) [[likely]] {
+    std::memcpy(p, v, 8 * N);
+    w.last_ts = ts;
+    internal::CommitEvent(w, p + 8 * N, ts);
+  } else if (char* q = internal::ReserveSlow(w, id, ts, 8 * N)) {
+    std::memcpy(q, v, 8 * N);
+    internal::Commit(w, q + 8 * N);
+  }
+  internal::LeaveEvent(w, nesting);
+}
+
+inline void EmitExit(const Frame& f, std::uint64_t min_ticks) {
+  if (min_ticks == 0) {
+    const std::uint64_t v[1] = {f.site};
+    EmitWords<ExitSpec>(v, nullptr);
+    return;
+  }
+  // Dropped without a trace when short: the entry was never written.
+  if (internal::ReadCycleCounter() - f.ts < min_ticks) return;
+  const std::uint64_t v[2] = {f.site, f.ts};
+  EmitWords<CallSpec>(v, nullptr);
+}
+
+// Pops frames [to, top) emitting their exits, innermost first. Returns frames[to].ret.
+inline std::uintptr_t PopTo(Shadow* s, std::uint32_t to) {
+  const std::uint64_t min_ticks = g_settings.min_ticks.load(std::memory_order_relaxed);
+  for (std::uint32_t j = s->top; j-- > to;) EmitExit(s->frames[j], min_ticks);
+  const std::uintptr_t ret = s->frames[to].ret;
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // read the frame before releasing it
+  s->top = to;
+  return ret;
+}
+
+}  // namespace
+
+void RegisterEvents() {
+  HUSH_INTERNAL_REGISTER_DESCRIPTOR(site_descriptor<EntrySpec>);
+  HUSH_INTERNAL_REGISTER_DESCRIPTOR(site_descriptor<ExitSpec>);
+  HUSH_INTERNAL_REGISTER_DESCRIPTOR(site_descriptor<CallSpec>);
+}
+
+void EmitModule(const char* path, const char* build_id, std::uint64_t base) {
+  HUSH_TRACE(func, module, path, build_id, base);
+}
+
+void RestoreForUnwind() {
+  Shadow* s = t_shadow;
+  if (s == nullptr || s == kDead) return;
+  const auto thunk = reinterpret_cast<std::uintptr_t>(&hush_ftrace_return);
+  for (std::uint32_t i = 0; i < s->top; ++i) {
+    Frame& f = s->frames[i];
+    if (f.restored == 0 && *f.slot == thunk) {
+      *f.slot = f.ret;
+      f.restored = 1;
+    }
+  }
+}
+
+void ResumeAfterCatch(std::uintptr_t catcher_sp, bool rehijack) {
+  Shadow* s = t_shadow;
+  if (s == nullptr || s == kDead) return;
+  // Frames whose slot is below the catcher's stack pointer were unwound.
+  std::uint32_t to = s->top;
+  while (to > 0 && reinterpret_cast<std::uintptr_t>(s->frames[to - 1].slot) < catcher_sp) --to;
+  if (to < s->top) {
+    g_unmatched.fetch_add(s->top - to, std::memory_order_relaxed);
+    const std::uint64_t min_ticks = g_settings.min_ticks.load(std::memory_order_relaxed);
+    for (std::uint32_t j = s->top; j-- > to;) EmitExit(s->frames[j], min_ticks);
+    s->top = to;
+  }
+  if (!rehijack) return;
+  const auto thunk = reinterpret_cast<std::uintptr_t>(&hush_ftrace_return);
+  for (std::uint32_t i = 0; i < s->top; ++i) {
+    Frame& f = s->frames[i];
+    if (f.restored != 0 && *f.slot == f.ret) {
+      *f.slot = thunk;
+      f.restored = 0;
+    }
+  }
+}
+
+}  // namespace hush::functrace
+
+using hush::functrace::Shadow;
+using hush::functrace::g_settings;
+
+extern "C" [[gnu::visibility("hidden")]] void hush_ftrace_enter(std::uintptr_t body,
+                                                                std::uintptr_t* slot) {
+  using namespace hush::functrace;
+  Shadow* s = t_shadow;
+  if (s == nullptr || s == kDead) [[unlikely]] {
+    s = ShadowSlow();
+    if (s == nullptr) return;
+  }
+  const std::uint32_t top = s->top;
+  if (top >= g_settings.max_depth.load(std::memory_order_relaxed)) [[unlikely]] {
+    if (top >= kCapacity) g_overflow.fetch_add(1, std::memory_order_relaxed);
+    return;  // untraced, and so are the calls it makes (they are deeper still)
+  }
+  s->top = top + 1;  // reserve first: a signal handler pushes above this frame
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  Frame& f = s->frames[top];
+  f.slot = slot;
+  f.ret = *slot;
+  f.site = body - kEntryCallSize;
+  f.restored = 0;
+  if (g_settings.min_ticks.load(std::memory_order_relaxed) == 0) {
+    const std::uint64_t v[1] = {f.site};
+    EmitWords<EntrySpec>(v, &f.ts);
+  } else {
+    f.ts = hush::internal::ReadCycleCounter();
+  }
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // the frame is whole before it is used
+  *slot = reinterpret_cast<std::uintptr_t>(&hush_ftrace_return);
+}
+
+extern "C" [[gnu::visibility("hidden")]] std::uintptr_t hush_ftrace_exit(std::uintptr_t sp) {
+  using namespace hush::functrace;
+  Shadow* s = t_shadow;
+  auto* const slot = reinterpret_cast<std::uintptr_t*>(sp - sizeof(std::uintptr_t));
+  std::uint32_t i = (s == nullptr || s == kDead) ? 0 : s->top;
+  // Usually the top frame; frames above the match were left by longjmp or unwinding.
+  while (i > 0 && s->frames[i - 1].slot != slot) --i;
+  if (i == 0) [[unlikely]] {
+    static const char kMsg[] =
+        "hushtrace: function tracing lost a return address (shadow stack mismatch); aborting\n";
+    [[maybe_unused]] ssize_t n = ::write(2, kMsg, sizeof kMsg - 1);
+    std::abort();
+  }
+  if (i != s->top) g_unmatched.fetch_add(s->top - i, std::memory_order_relaxed);
+  return PopTo(s, i - 1);
+}

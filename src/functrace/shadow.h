@@ -1,0 +1,84 @@
+// The per-thread shadow stack of traced frames and the handlers the trampoline calls.
+//
+// Entry (trampoline -> hush_ftrace_enter): push {slot, real return address, site, entry time},
+// replace the return address in the stack slot by the return thunk, emit `func:entry` (unless a
+// minimum duration is set). Exit (return thunk -> hush_ftrace_exit): find the frame whose slot is
+// just below the stack pointer, emit `func:exit` (or `func:call` when long enough), pop, and
+// return the real address for the thunk to jump to.
+//
+//   shadow stack (thread-local, mmap'd on first traced call, kCapacity frames)
+//   +--------+--------+--------+--------+
+//   | slot   | ret    | site   | ts     |  frames[0]   outermost traced frame
+//   +--------+--------+--------+--------+
+//   | ...                               |  frames[top-1] innermost
+//
+// Frames are matched by slot address, not only by position: frames skipped by longjmp or by
+// exception unwinding are popped (their exit emitted) when an outer traced frame returns.
+// Signal safety: a push reserves its frame (top + 1) before writing it and a pop reads the frame
+// before releasing it, with compiler fences: a signal handler on the same thread only ever
+// works above the frames of the code it interrupted.
+#ifndef HUSHTRACE_SRC_FUNCTRACE_SHADOW_H_
+#define HUSHTRACE_SRC_FUNCTRACE_SHADOW_H_
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+namespace hush::functrace {
+
+inline constexpr std::uint32_t kCapacity = 4096;
+
+struct Frame {
+  std::uintptr_t* slot;  // where the traced function's return address lives
+  std::uintptr_t ret;    // the real return address
+  std::uintptr_t site;   // the function's patched entry
+  std::uint64_t ts;      // entry time (cycle counter)
+  std::uint32_t restored;  // the slot holds `ret` again (an exception is being thrown)
+  std::uint32_t pad;
+};
+
+struct Shadow {
+  std::uint32_t top;  // frames in use; written by the owning thread only
+  std::uint32_t pad;
+  Frame frames[kCapacity];
+};
+
+// Settings read by the handlers (relaxed: each is an independent value, set before the entries
+// are patched; the patch batch's membarriers order it before any thread reaches the trampoline).
+struct Settings {
+  std::atomic<std::uint32_t> max_depth{kCapacity};
+  std::atomic<std::uint64_t> min_ticks{0};
+  std::atomic<bool> ever_started{false};  // the unwinder wrappers have work to do
+};
+extern Settings g_settings;
+
+extern std::atomic<std::uint64_t> g_overflow;
+extern std::atomic<std::uint64_t> g_unmatched;
+
+// Called by the unwinder wrappers (interpose.cc) on the throwing / catching thread.
+// Before the unwinder walks the stack: every hijacked slot gets its real return address back.
+void RestoreForUnwind();
+// After a catch at stack pointer `catcher_sp` (no other exception in flight): frames below it are
+// gone (exit emitted); the restored ones above it are hijacked again.
+void ResumeAfterCatch(std::uintptr_t catcher_sp, bool rehijack);
+// Defined by interpose.cc: whether the program's unwinder calls reach our wrappers.
+bool UnwindWrappersActive(std::string* why);
+// Registers the module's descriptors for func:* events (discover.cc calls it once).
+void RegisterEvents();
+// The module-map event (func:module), on the calling thread.
+void EmitModule(const char* path, const char* build_id, std::uint64_t base);
+
+}  // namespace hush::functrace
+
+extern "C" {
+// The asm side (patch/arch/x86_64_trampoline.S).
+void hush_ftrace_entry();
+void hush_ftrace_return();
+// Called by the trampoline: `body` is the address after the patched call, `slot` the stack slot
+// holding the traced function's return address.
+void hush_ftrace_enter(std::uintptr_t body, std::uintptr_t* slot);
+// Called by the return thunk with the stack pointer it was entered with; returns where to go.
+std::uintptr_t hush_ftrace_exit(std::uintptr_t sp);
+}
+
+#endif  // HUSHTRACE_SRC_FUNCTRACE_SHADOW_H_

@@ -1,0 +1,344 @@
+// Function tracing end to end: programs built with patchable entries (ft_prog.cc, ft_module.cc,
+// ft_concurrent.cc, ft_many_main.cc) run with HUSHTRACE_FUNCTIONS or under `hushtrace record
+// --functions`; each checks its own results (exit status 0) and prints how often each traced
+// function ran; here the trace is read back (reader library) and checked:
+//   - per thread, every func:exit closes the innermost open func:entry of the same address, and
+//     nothing is left open at the end (exits of frames skipped by longjmp or unwinding are
+//     emitted innermost first);
+//   - func:entry counts per function (resolved through the module map) equal the program's counts.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "func_profile.h"
+#include "hushtrace/reader.h"
+#include "runtime/test_util.h"
+
+namespace {
+
+using hushtest::ChildEnv;
+using hushtest::ProcessResult;
+using hushtest::RunProcess;
+using hushtest::TempDir;
+
+std::vector<std::string> Flavors() {
+  std::vector<std::string> out;
+  std::istringstream in(HUSH_FT_FLAVORS);
+  std::string f;
+  while (std::getline(in, f, ',')) out.push_back(f);
+  return out;
+}
+
+std::string Prog(const std::string& flavor) { return std::string(HUSH_FT_DIR) + "/ft_prog_" + flavor; }
+
+std::map<std::string, long> Counts(const std::string& out) {
+  std::map<std::string, long> m;
+  std::istringstream in(out);
+  std::string word, name;
+  long n;
+  while (in >> word) {
+    if (word == "count" && (in >> name >> n)) m[name] = n;
+  }
+  return m;
+}
+
+struct Checked {
+  std::map<std::string, std::uint64_t> entries;  // by demangled name without parameters
+  std::uint64_t exits = 0, calls = 0, modules = 0, open = 0, mismatched = 0;
+  std::uint32_t max_depth = 0;
+  std::uint64_t discarded = 0;  // events the rings dropped (nested in a signal handler, ...)
+  std::vector<hush::cli::FunctionProfile::Row> rows;
+};
+
+std::uint64_t Entries(const Checked& c, const std::string& name) {
+  auto it = c.entries.find(name);
+  return it == c.entries.end() ? 0 : it->second;
+}
+
+std::string BaseName(const std::string& demangled) { return demangled.substr(0, demangled.find('(')); }
+
+Checked CheckTrace(const std::string& dir) {
+  Checked c;
+  std::string error;
+  auto trace = hush::reader::Trace::Open(dir, &error);
+  EXPECT_TRUE(trace) << error;
+  if (!trace) return c;
+  c.discarded = trace->events_discarded();
+  hush::cli::FunctionProfile profile(*trace);
+  std::map<std::uint32_t, std::vector<std::uint64_t>> stacks;
+  std::map<std::uint64_t, std::uint64_t> entries_by_addr;
+  hush::reader::EventIterator it(*trace);
+  while (it.Next()) {
+    const hush::reader::Event& e = it.event();
+    profile.Add(e);
+    const std::string& name = e.event_class().name;
+    if (name == "func:module") ++c.modules;
+    if (name == "func:call") ++c.calls;
+    if (name == "func:entry") {
+      const std::uint64_t a = e.GetUint64("addr").value_or(0);
+      stacks[e.tid()].push_back(a);
+      ++entries_by_addr[a];
+      c.max_depth = std::max<std::uint32_t>(c.max_depth, static_cast<std::uint32_t>(stacks[e.tid()].size()));
+    }
+    if (name == "func:exit") {
+      ++c.exits;
+      // The innermost open entry of this address; entries above it lost their exit.
+      auto& s = stacks[e.tid()];
+      const std::uint64_t a = e.GetUint64("addr").value_or(0);
+      std::size_t k = s.size();
+      while (k > 0 && s[k - 1] != a) --k;
+      if (k == 0) {
+        ++c.mismatched;  // its entry was lost
+      } else {
+        c.mismatched += s.size() - k;
+        s.resize(k - 1);
+      }
+    }
+  }
+  EXPECT_EQ(it.error(), "");
+  for (const auto& [tid, s] : stacks) c.open += s.size();
+  for (const auto& [addr, n] : entries_by_addr) c.entries[BaseName(profile.Resolve(addr))] += n;
+  c.rows = profile.Rows();
+  return c;
+}
+
+ProcessResult RunTraced(const std::string& prog, const std::vector<std::string>& args,
+                        const std::string& dir, const std::vector<std::string>& extra_env = {}) {
+  std::vector<std::string> env = extra_env;  // first: getenv() takes the first of duplicates
+  env.insert(env.end(), {"HUSHTRACE_FUNCTIONS=*", "HUSHTRACE_OUTPUT=" + dir,
+                         "HUSHTRACE_BUFFER_SIZE=4M"});
+  std::vector<std::string> argv = {prog};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunProcess(argv, ChildEnv(env), 120);
+}
+
+// Runs one ft_prog mode in every flavor and checks trace against the program's counts.
+// A ring may drop events (counted in the trace): when a signal handler's event interrupts another
+// event of its thread, or when the consumer thread does not get a CPU before a ring fills (many
+// short-lived threads each close a packet). Every dropped event can leave at most one entry
+// without its exit or the reverse, so the checks are exact when nothing was dropped and bounded
+// by the drop count otherwise.
+void CheckMode(const std::string& mode, const std::vector<std::string>& extra_args = {}) {
+  for (const std::string& flavor : Flavors()) {
+    SCOPED_TRACE(flavor);
+    TempDir tmp("ft_" + mode);
+    std::vector<std::string> args = {mode};
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
+    const ProcessResult r = RunTraced(Prog(flavor), args, tmp.Sub("t"));
+    ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+    const std::map<std::string, long> counts = Counts(r.out);
+    ASSERT_FALSE(counts.empty()) << r.out;
+    const Checked c = CheckTrace(tmp.Sub("t"));
+    EXPECT_LE(c.mismatched + c.open, c.discarded);
+    EXPECT_GE(c.modules, 1u);
+    if (c.discarded != 0) {
+      std::printf("%s: %llu events dropped by the rings\n", mode.c_str(),
+                  static_cast<unsigned long long>(c.discarded));
+    }
+    std::uint64_t missing = 0;
+    for (const auto& [name, n] : counts) {
+      const long traced = static_cast<long>(Entries(c, name));
+      EXPECT_LE(traced, n) << name;
+      missing += static_cast<std::uint64_t>(std::max(0L, n - traced));
+    }
+    EXPECT_LE(missing, c.discarded);
+  }
+}
+
+TEST(FunctraceTest, Recursion) { CheckMode("recursion"); }
+TEST(FunctraceTest, ExceptionsThroughTracedFrames) { CheckMode("exceptions"); }
+TEST(FunctraceTest, Longjmp) { CheckMode("longjmp"); }
+TEST(FunctraceTest, SignalHandlers) { CheckMode("signals"); }
+TEST(FunctraceTest, ThreadsCreatedAndExiting) { CheckMode("threads"); }
+TEST(FunctraceTest, Fork) { CheckMode("fork"); }
+TEST(FunctraceTest, DlopenedLibrary) {
+  CheckMode("dlopen", {HUSH_FT_MODULE});
+  TempDir tmp("ft_dlopen");
+  const ProcessResult r = RunTraced(Prog("split"), {"dlopen", HUSH_FT_MODULE}, tmp.Sub("t"));
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  const Checked c = CheckTrace(tmp.Sub("t"));
+#if defined(__SANITIZE_THREAD__)
+  // The module is a gcc shared library: five one-byte NOPs per entry, only patched while the
+  // program has no other thread; ThreadSanitizer's background thread exists once the session's
+  // writer thread was created, so the module's entries are refused (and said so).
+  EXPECT_NE(r.err.find("five one-byte NOPs"), std::string::npos) << r.err;
+  EXPECT_EQ(Entries(c, "ft_mod_square"), 0u);
+  return;
+#endif
+  EXPECT_EQ(c.modules, 2u);  // the program, then the module when it was loaded
+  EXPECT_EQ(c.entries.count("ft_mod_square") ? c.entries.at("ft_mod_square") : 0, 1000u);
+  EXPECT_EQ(c.entries.count("ft_mod_sum") ? c.entries.at("ft_mod_sum") : 0, 11u);
+}
+
+TEST(FunctraceTest, DeeperThanTheShadowStack) {
+  for (const std::string& flavor : Flavors()) {
+    SCOPED_TRACE(flavor);
+    TempDir tmp("ft_deep");
+    const ProcessResult r = RunTraced(Prog(flavor), {"deep"}, tmp.Sub("t"), {"HUSHTRACE_BUFFER_SIZE=16M"});
+    ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+    EXPECT_NE(r.err.find("deeper than the shadow stack"), std::string::npos) << r.err;
+    const Checked c = CheckTrace(tmp.Sub("t"));
+    EXPECT_EQ(c.mismatched, 0u);
+    EXPECT_EQ(c.open, 0u);
+    EXPECT_EQ(c.max_depth, 4096u);
+    EXPECT_LT(Entries(c, "deep"), 20101u);
+  }
+}
+
+TEST(FunctraceTest, DepthLimit) {
+  TempDir tmp("ft_depth");
+  const ProcessResult r =
+      RunTraced(Prog("split"), {"recursion"}, tmp.Sub("t"), {"HUSHTRACE_FUNCTION_DEPTH=3"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  const Checked c = CheckTrace(tmp.Sub("t"));
+  EXPECT_EQ(c.max_depth, 3u);  // main, fib, fib
+  EXPECT_EQ(c.mismatched, 0u);
+  EXPECT_EQ(c.open, 0u);
+}
+
+TEST(FunctraceTest, TenThousandFunctions) {
+  for (const std::string& flavor : Flavors()) {
+    SCOPED_TRACE(flavor);
+    TempDir tmp("ft_many");
+    const ProcessResult r = RunTraced(std::string(HUSH_FT_DIR) + "/ft_many_" + flavor, {"check"},
+                                      tmp.Sub("t"), {"HUSHTRACE_FUNCTIONS=ft_many_*"});
+    ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+    const Checked c = CheckTrace(tmp.Sub("t"));
+    EXPECT_EQ(c.mismatched, 0u);
+    std::uint64_t total = 0;
+    for (const auto& [name, n] : c.entries) {
+      EXPECT_EQ(name.rfind("ft_many_", 0), 0u) << name;
+      EXPECT_EQ(n, 1u) << name;
+      total += n;
+    }
+    EXPECT_EQ(total, 10000u);
+  }
+}
+
+// gcc's five one-byte NOPs are only patched while the program has a single thread; a 5-byte NOP
+// is patched whatever runs.
+TEST(FunctraceTest, SplitNopsRefusedWhenOtherThreadsRun) {
+  for (const std::string& flavor : Flavors()) {
+    SCOPED_TRACE(flavor);
+    TempDir tmp("ft_threaded");
+    const ProcessResult r =
+        RunProcess({std::string(HUSH_FT_DIR) + "/ft_many_" + flavor, "threaded"},
+                   ChildEnv({"HUSHTRACE_EVENTS=func:*", "HUSHTRACE_OUTPUT=" + tmp.Sub("t")}), 120);
+    ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+    unsigned long long patched = 0, refused = 0;
+    ASSERT_EQ(std::sscanf(r.out.c_str(), "patched %llu refused %llu", &patched, &refused), 2) << r.out;
+    if (flavor == "split") {
+      EXPECT_EQ(patched, 0u);
+      EXPECT_EQ(refused, 10000u);
+      EXPECT_NE(r.err.find("five one-byte NOPs"), std::string::npos) << r.err;
+    } else {
+      EXPECT_EQ(patched, 10000u);
+      EXPECT_EQ(refused, 0u);
+    }
+  }
+}
+
+TEST(FunctraceTest, StaticRuntimeRefusesFunctions) {
+  TempDir tmp("ft_static");
+  const ProcessResult r =
+      RunProcess({std::string(HUSH_FT_DIR) + "/ft_static_refuses", tmp.Sub("t")}, ChildEnv(), 60);
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  EXPECT_NE(r.out.find("needs the shared runtime"), std::string::npos) << r.out;
+}
+
+TEST(FunctraceTest, PatchAllTenThousandWhileThreadsCallThem) {
+  if (Flavors().size() < 2) GTEST_SKIP() << "needs the non-PIE fentry build (not under TSan)";
+  TempDir tmp("ft_many_patch");
+  const ProcessResult r = RunProcess({std::string(HUSH_FT_DIR) + "/ft_many_fentry", "patch", "5"},
+                                     ChildEnv({"HUSHTRACE_EVENTS=func:*", "HUSHTRACE_MODE=flight",
+                                               "HUSHTRACE_OUTPUT=" + tmp.Sub("t")}),
+                                     120);
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  EXPECT_NE(r.out.find("patch_us"), std::string::npos) << r.out;
+}
+
+TEST(FunctraceTest, ConcurrentPatchAndUnpatch) {
+  if (Flavors().size() < 2) GTEST_SKIP() << "needs the non-PIE fentry build (not under TSan)";
+#if defined(__SANITIZE_ADDRESS__)
+  const char* rounds = "100";
+#else
+  const char* rounds = "1000";
+#endif
+  TempDir tmp("ft_concurrent");
+  const ProcessResult r = RunProcess({std::string(HUSH_FT_DIR) + "/ft_concurrent", rounds},
+                                     ChildEnv({"HUSHTRACE_EVENTS=func:*", "HUSHTRACE_MODE=flight",
+                                               "HUSHTRACE_OUTPUT=" + tmp.Sub("t")}),
+                                     300);
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  long calls = 0;
+  int batches = 0;
+  ASSERT_EQ(std::sscanf(r.out.c_str(), "calls %ld batches %d", &calls, &batches), 2) << r.out;
+  EXPECT_EQ(batches, 2 * std::atoi(rounds));
+  RecordProperty("checked_calls", std::to_string(calls));
+  std::printf("checked %ld calls over %d patch batches\n", calls, batches);
+}
+
+TEST(FunctraceTest, RecordPreloadsTheRuntimeAndReportResolvesNames) {
+  TempDir tmp("ft_cli");
+  const std::string dir = tmp.Sub("t");
+#if defined(__SANITIZE_ADDRESS__)
+  // The preloaded runtime comes before libasan in the program's library list. ChildEnv() keeps
+  // the options of this process's ASAN_OPTIONS.
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  const std::string options = std::string(asan != nullptr ? asan : "") + ":verify_asan_link_order=0";
+  ::setenv("ASAN_OPTIONS", options.c_str(), 1);
+#endif
+  const std::vector<std::string> env;
+  const ProcessResult r =
+      RunProcess({HUSH_FT_CLI, "record", "--functions", "fib*,is_*", "--buffer-size", "8M", "-o",
+                  dir, "--", std::string(HUSH_FT_DIR) + "/ft_prog_plain", "recursion"},
+                 ChildEnv(env), 120);
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  const std::map<std::string, long> counts = Counts(r.out);
+  const Checked c = CheckTrace(dir);
+  EXPECT_EQ(c.mismatched, 0u);
+  EXPECT_EQ(static_cast<long>(Entries(c, "fib")), counts.at("fib"));
+  EXPECT_EQ(static_cast<long>(Entries(c, "is_even")), counts.at("is_even"));
+  EXPECT_EQ(c.entries.count("mix"), 0u);  // not selected
+  EXPECT_EQ(c.entries.count("main"), 0u);
+  const ProcessResult rep = RunProcess({HUSH_FT_CLI, "report", dir}, ChildEnv(), 60);
+  ASSERT_TRUE(rep.exited && rep.exit_code == 0) << rep.Describe();
+  EXPECT_NE(rep.out.find("functions (by total time)"), std::string::npos) << rep.out;
+  EXPECT_NE(rep.out.find("fib(int)"), std::string::npos) << rep.out;
+  EXPECT_NE(rep.out.find("is_odd(unsigned int)"), std::string::npos) << rep.out;
+}
+
+TEST(FunctraceTest, MinDurationWritesOnlyLongCalls) {
+  TempDir tmp("ft_min");
+  const std::string dir = tmp.Sub("t");
+  const ProcessResult r = RunProcess({HUSH_FT_CLI, "record", "--functions", "fib", "--min-duration",
+                                      "20us", "-o", dir, "--", Prog("split"), "recursion"},
+                                     ChildEnv(), 120);
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  const Checked c = CheckTrace(dir);
+  EXPECT_TRUE(c.entries.empty());
+  EXPECT_EQ(c.exits, 0u);
+  EXPECT_GE(c.calls, 1u);  // fib(22) itself takes far longer than 20 us
+  EXPECT_LT(c.calls, 28657u);  // not every call of fib(22)
+  ASSERT_FALSE(c.rows.empty());
+  EXPECT_EQ(c.rows[0].name, "fib(int)");
+  EXPECT_GE(c.rows[0].total, c.rows[0].self);
+}
+
+TEST(FunctraceTest, RecordRejectsBadFunctionOptions) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--functions", "f", "--depth", "0", "--", "true"},
+        std::vector<std::string>{"--functions", "f", "--min-duration", "2parsecs", "--", "true"},
+        std::vector<std::string>{"--depth", "3", "--", "true"}}) {
+    std::vector<std::string> argv = {HUSH_FT_CLI, "record"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const ProcessResult r = RunProcess(argv, ChildEnv(), 30);
+    EXPECT_TRUE(r.exited && r.exit_code == 2) << r.Describe();
+  }
+}
+
+}  // namespace
