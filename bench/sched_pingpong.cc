@@ -1,13 +1,19 @@
 // Pipe ping-pong between two threads pinned to one CPU: round trips per second without tracing,
+// with the perf events of --sched drained and dropped by a plain thread (the kernel's share),
 // with --sched (perf context-switch records, no event of our own), with one hushtrace event per
 // switch (each thread emits once per wake-up: 2 events per round trip, as the LTTng-UST figure in
 // /work/shared/REFERENCE.md), and with both. The modes alternate over several rounds in one run;
 // the median of each is printed with its ratio to the untraced one. docs/benchmarks.md.
 //
 //   sched_pingpong [round_trips_per_round=200000] [rounds=7] [cpu=0]
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include <atomic>
+#include <memory>
 
 #include <algorithm>
 #include <chrono>
@@ -20,13 +26,56 @@
 
 #include "hushtrace/hushtrace.h"
 #include "hushtrace/session.h"
+#include "sched/perf_ring.h"
 
 HUSH_TRACEPOINT(bench, woke, (std::uint64_t, seq))
 
 namespace {
 
-enum Mode { kOff, kSched, kEvents, kBoth, kModes };
-const char* const kNames[kModes] = {"no tracing", "--sched", "1 event/switch", "--sched + 1 event/switch"};
+enum Mode { kOff, kPerfOnly, kSched, kEvents, kBoth, kModes };
+const char* const kNames[kModes] = {"no tracing", "perf records, no session", "--sched",
+                                    "1 event/switch", "--sched + 1 event/switch"};
+
+// The kernel's part of --sched: the same perf events (src/sched/perf_ring.h) drained by a thread
+// that decodes and drops the records, no session.
+class PerfOnly {
+ public:
+  PerfOnly() {
+    int err = 0;
+    std::string message;
+    const std::vector<int> self = {static_cast<int>(::syscall(SYS_gettid))};
+    if (!rings_.Open(CLOCK_MONOTONIC_RAW, 64, self,
+                     [](perf_event_attr* a, int tid, int cpu) {
+                       return static_cast<int>(::syscall(SYS_perf_event_open, a, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC));
+                     },
+                     &err, &message)) {
+      std::fprintf(stderr, "perf: %s\n", message.c_str());
+      std::exit(1);
+    }
+    drainer_ = std::thread([this] {
+      std::vector<pollfd> fds;
+      for (int fd : rings_.fds()) fds.push_back({fd, POLLIN, 0});
+      while (!quit_.load()) {
+        ::poll(fds.data(), fds.size(), 50);
+        rings_.SnapshotHeads();
+        for (std::size_t i = 0; i < rings_.cpu_count(); ++i) {
+          records_ += rings_.Drain(i, [](const hush::sched::PerfRecord&) {});
+        }
+      }
+    });
+  }
+  ~PerfOnly() {
+    quit_ = true;
+    drainer_.join();
+  }
+  std::uint64_t records() const { return records_; }
+
+ private:
+  hush::sched::PerfRings rings_;
+  std::atomic<bool> quit_{false};
+  std::uint64_t records_ = 0;
+  std::thread drainer_;
+};
 
 void Pin(int cpu) {
   cpu_set_t set;
@@ -74,8 +123,10 @@ int main(int argc, char** argv) {
   for (int r = 0; r < rounds; ++r) {
     for (int m = 0; m < kModes; ++m) {
       std::unique_ptr<hush::Session> s;
+      std::unique_ptr<PerfOnly> perf_only;
+      if (m == kPerfOnly) perf_only = std::make_unique<PerfOnly>();
       const std::string dir = base + "-" + std::to_string(r) + "-" + std::to_string(m);
-      if (m != kOff) {
+      if (m != kOff && m != kPerfOnly) {
         hush::SessionOptions o;
         if (m == kEvents || m == kBoth) o.events = {"bench:*"};
         o.sched = m == kSched || m == kBoth;
@@ -89,6 +140,7 @@ int main(int argc, char** argv) {
         }
       }
       results[m].push_back(PingPong(n, cpu, m == kEvents || m == kBoth));
+      perf_only.reset();
       if (s) {
         s->Stop();
         const hush::SessionStats st = s->Stats();

@@ -50,7 +50,11 @@ TEST(ProcessLifecycle, ForkedChildrenWriteTheirOwnStreamsWhileAThreadEmits) {
   std::atomic<std::uint32_t> emitter_tid{0};
   std::thread emitter([&] {
     emitter_tid = static_cast<std::uint32_t>(::syscall(SYS_gettid));
-    for (std::uint64_t i = 0; !quit.load(std::memory_order_relaxed); ++i) HUSH_TRACE(lct, seq, Pid(), i);
+    // Paced (bursts of 16, then 20 us) so that slow forks (sanitizers) do not make a huge trace.
+    for (std::uint64_t i = 0; !quit.load(std::memory_order_relaxed); ++i) {
+      HUSH_TRACE(lct, seq, Pid(), i);
+      if (i % 16 == 15) std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
   });
   HUSH_TRACE(lct, seq, Pid(), 0);  // this thread's writer points into a ring of the parent
   constexpr int kChildren = 5;
