@@ -130,6 +130,10 @@ std::unique_ptr<Session> Session::Start(const SessionOptions& options, std::stri
     core->Stop();
     return nullptr;
   }
+  // Stream mode's writer thread starts with the session, not from the slow path of the event
+  // that first fills a packet: that event may be emitted by a signal handler, where creating a
+  // thread is not async-signal-safe. (After StartFunctions: see there.)
+  core->EnsureConsumer();
   // Stopped sessions are kept (their rings may still be written by a late thread: core.h) and
   // stay reachable, so leak checkers do not report them.
   static auto* all_cores = new std::vector<session::Core*>();
