@@ -15,6 +15,8 @@
 #include <cstring>
 #include <utility>
 
+#include "session/masked_thread.h"
+
 namespace hush::session {
 
 std::atomic<Core*> Core::active_{nullptr};
@@ -28,23 +30,6 @@ registry::Registry& GlobalRegistry() {
 namespace {
 
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
-
-// The library's own threads block every asynchronous signal: a process-directed signal goes to
-// an application thread, and an application handler (which may trace, and so attach and
-// allocate) never runs on a thread the library owns. Fault signals stay open: blocking them
-// would turn a crash into a silent kill. The new thread inherits the mask set around its creation.
-// It is named (`name`, at most 15 characters) before this returns.
-template <class Body>
-std::thread StartMaskedThread(const char* name, Body&& body) {
-  sigset_t all, previous;
-  sigfillset(&all);
-  for (int fault : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT}) sigdelset(&all, fault);
-  ::pthread_sigmask(SIG_SETMASK, &all, &previous);
-  std::thread thread(std::forward<Body>(body));
-  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-  ::pthread_setname_np(thread.native_handle(), name);
-  return thread;
-}
 
 // Creates `path` as a 0700 directory, or accepts an existing empty directory owned by us.
 // Returns an O_DIRECTORY|O_NOFOLLOW descriptor, so a symlink planted at `path` is refused.
@@ -426,6 +411,16 @@ void Core::Stop() {
   ::unlinkat(dirfd_, ".ring", AT_REMOVEDIR);
   ::close(ring_dirfd_);
   ::close(dirfd_);
+}
+
+std::vector<std::string> Core::EnabledEventNames() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> names;
+  if (stopped_) return names;
+  for (const auto* e : GlobalRegistry().EventsWithIds()) {
+    if (e->enabled) names.push_back(e->meta.FullName());
+  }
+  return names;
 }
 
 SessionStats Core::Stats() const {

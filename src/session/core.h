@@ -49,6 +49,9 @@ class Core {
   bool Snapshot(std::string* error);
   SessionStats Stats() const;
   const std::string& output_dir() const { return output_dir_; }
+  Mode mode() const { return options_.mode; }  // constant while the session lives
+  // "provider:name" of the enabled events (takes mu_).
+  std::vector<std::string> EnabledEventNames() const;
 
   // Slow path helpers (emitting thread).
   // Gives `w` a ring (takes mu_).

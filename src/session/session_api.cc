@@ -1,6 +1,6 @@
 // hush::Session (public API) and the session started from the environment before main().
 //
-// Start-up cost when no session is requested: one secure_getenv() call in a constructor.
+// Start-up cost when no session is requested: two secure_getenv() calls in a constructor.
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -8,8 +8,10 @@
 #include <cctype>
 #include <limits>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
+#include "control/server.h"
 #include "hushtrace/session.h"
 #include "session/core.h"
 
@@ -133,6 +135,13 @@ namespace internal {
 // Starts the session the environment asks for. Lives in the same object as the thread-local
 // writer (see thread_attach.cc) so static links keep it.
 void StartFromEnvironment() {
+  // Live control from the start, for systems where `hushtrace start PID` may not ptrace.
+  if (const char* control = ::secure_getenv("HUSHTRACE_CONTROL"); control != nullptr && *control == '1') {
+    if (const int e = control::Bootstrap(); e != 0) {
+      std::fprintf(stderr, "hushtrace: HUSHTRACE_CONTROL: cannot open the control socket: %s\n",
+                   std::strerror(-e));
+    }
+  }
   const char* events = ::secure_getenv("HUSHTRACE_EVENTS");
   if (events == nullptr || *events == '\0') return;  // the common case: nothing else happens
   SessionOptions options;

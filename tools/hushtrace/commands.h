@@ -12,6 +12,12 @@ int RunList(int argc, char** argv);    // cmd_list.cc
 int RunReport(int argc, char** argv);  // cmd_report.cc
 int RunDump(int argc, char** argv);    // cmd_dump.cc
 int RunRecover(int argc, char** argv); // cmd_recover.cc
+// Live control (cmd_control.cc).
+int RunPs(int argc, char** argv);
+int RunStart(int argc, char** argv);
+int RunStop(int argc, char** argv);
+int RunSnapshot(int argc, char** argv);
+int RunStatus(int argc, char** argv);
 
 }  // namespace hush::cli
 

@@ -18,6 +18,11 @@ constexpr Command kCommands[] = {
     {"report", hush::cli::RunReport, "summarize a trace: events, threads, spans, losses"},
     {"dump", hush::cli::RunDump, "print a trace's events in time order"},
     {"recover", hush::cli::RunRecover, "make a trace whose writer died readable again"},
+    {"ps", hush::cli::RunPs, "list running processes that have the hushtrace runtime loaded"},
+    {"start", hush::cli::RunStart, "start tracing in a running process"},
+    {"stop", hush::cli::RunStop, "stop tracing in a running process, write its trace"},
+    {"snapshot", hush::cli::RunSnapshot, "write a running process's flight recorder now"},
+    {"status", hush::cli::RunStatus, "show a running process's session: events, buffers, losses"},
 };
 
 void Usage(FILE* out) {

@@ -1,0 +1,32 @@
+// Threads the library owns (consumer, snapshot, control server) are started through here.
+#ifndef HUSHTRACE_SRC_SESSION_MASKED_THREAD_H_
+#define HUSHTRACE_SRC_SESSION_MASKED_THREAD_H_
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <thread>
+#include <utility>
+
+namespace hush::session {
+
+// The library's own threads block every asynchronous signal: a process-directed signal goes to
+// an application thread, and an application handler (which may trace, and so attach and
+// allocate) never runs on a thread the library owns. Fault signals stay open: blocking them
+// would turn a crash into a silent kill. The new thread inherits the mask set around its creation.
+// It is named (`name`, at most 15 characters) before this returns.
+template <class Body>
+std::thread StartMaskedThread(const char* name, Body&& body) {
+  sigset_t all, previous;
+  sigfillset(&all);
+  for (int fault : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT}) sigdelset(&all, fault);
+  ::pthread_sigmask(SIG_SETMASK, &all, &previous);
+  std::thread thread(std::forward<Body>(body));
+  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  ::pthread_setname_np(thread.native_handle(), name);
+  return thread;
+}
+
+}  // namespace hush::session
+
+#endif  // HUSHTRACE_SRC_SESSION_MASKED_THREAD_H_
