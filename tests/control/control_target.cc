@@ -36,13 +36,13 @@ std::int64_t MonotonicNs() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc > 1 && std::string(argv[1]) == "spin") {
-    for (;;) HUSH_TRACE(ctl, clock, MonotonicNs());
-  }
   std::thread sleeper([] {
     for (;;) ::sleep(3600);
   });
   sleeper.detach();
+  if (argc > 1 && std::string(argv[1]) == "spin") {
+    for (;;) HUSH_TRACE(ctl, clock, MonotonicNs());
+  }
   std::uint64_t seq = 0;
   std::string line;
   std::printf("ready\n");
