@@ -1,6 +1,6 @@
 // Live-control latencies against a process emitting at full speed (control_target spin):
-//   - `start` to the first event recorded: the event carries CLOCK_MONOTONIC read by the emitting
-//     thread, compared with the time just before the request is sent;
+//   - `start` to the first event recorded: the event's timestamp (converted to CLOCK_REALTIME by
+//     the trace's clock calibration) minus CLOCK_REALTIME just before the request is sent;
 //   - `start`, `stop` and `snapshot` request round trips (each returns once the work is done:
 //     stop and snapshot have written every committed event when they reply);
 //   - the first request to a never-controlled process, which includes the ptrace bootstrap.
@@ -24,9 +24,9 @@
 
 namespace {
 
-double NowUs() {
+double NowUs(clockid_t clock = CLOCK_MONOTONIC) {
   timespec ts;
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  ::clock_gettime(clock, &ts);
   return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
@@ -47,7 +47,9 @@ std::string Summary(Series& s) {
   return buf;
 }
 
-// CLOCK_MONOTONIC (ns) carried by the first ctl:clock event of the trace, or -1.
+// Epoch time (ns, CLOCK_REALTIME) at which the first ctl:clock event of the trace was recorded:
+// its own timestamp, not its mono_ns field, which the thread may have read before a preemption
+// that straddled the previous session's stop. -1 if there is none.
 double FirstEventNs(const std::string& dir) {
   std::string error;
   auto trace = hush::reader::Trace::Open(dir, &error);
@@ -57,14 +59,19 @@ double FirstEventNs(const std::string& dir) {
   }
   hush::reader::EventIterator it(*trace);
   while (it.Next()) {
-    if (it.event().name() == "ctl:clock") return static_cast<double>(*it.event().GetInt64("mono_ns"));
+    if (it.event().name() == "ctl:clock") return static_cast<double>(trace->ToEpochNs(it.event().timestamp()));
   }
   return -1;
 }
 
-bool Request(pid_t pid, const char* verb, const hush::control::Fields& fields) {
+// Time spent handling requests inside the process (wall, and CPU of the control thread): what
+// is left of a round trip is the client, the socket and waiting for a CPU.
+bool Request(pid_t pid, const char* verb, const hush::control::Fields& fields,
+             std::vector<double>* wall = nullptr, std::vector<double>* cpu = nullptr) {
   const hush::cli::ControlReply r = hush::cli::SendControl(pid, verb, fields);
   if (!r.ok) std::fprintf(stderr, "control_bench: %s: %s\n", verb, r.error.c_str());
+  if (r.ok && wall != nullptr) wall->push_back(std::atof(r.Get("server-wall-us").c_str()));
+  if (r.ok && cpu != nullptr) cpu->push_back(std::atof(r.Get("server-cpu-us").c_str()));
   return r.ok;
 }
 
@@ -93,20 +100,24 @@ int main(int argc, char** argv) {
   ::usleep(200000);  // let it reach its loop (and its sleeper thread its nanosleep)
 
   Series bootstrap{"first_request_with_bootstrap", {}}, first_event{"start_to_first_event", {}},
-      start{"start_request", {}}, stop{"stop_request", {}}, snapshot{"snapshot_request", {}};
+      start{"start_request", {}}, stop{"stop_request", {}}, snapshot{"snapshot_request", {}},
+      start_wall{"start_in_process", {}}, start_cpu{"start_in_process_cpu", {}},
+      stop_wall{"stop_in_process", {}}, stop_cpu{"stop_in_process_cpu", {}},
+      snapshot_wall{"snapshot_in_process", {}}, snapshot_cpu{"snapshot_in_process_cpu", {}};
   bool ok = true;
   double t = NowUs();
   ok = ok && Request(pid, "status", {});
   bootstrap.us.push_back(NowUs() - t);
   for (int i = 0; ok && i < runs; ++i) {
     const std::string dir = scratch + "/stream." + std::to_string(i);
+    const double sent_ns = NowUs(CLOCK_REALTIME) * 1e3;
     t = NowUs();
-    ok = Request(pid, "start", {{"event", "ctl:clock"}, {"output", dir}, {"buffer-size", "256k"}});
+    ok = Request(pid, "start", {{"event", "ctl:clock"}, {"output", dir}, {"buffer-size", "256k"}},
+                 &start_wall.us, &start_cpu.us);
     start.us.push_back(NowUs() - t);
-    const double sent_ns = t * 1e3;
     ::usleep(5000);
     const double s = NowUs();
-    ok = ok && Request(pid, "stop", {});
+    ok = ok && Request(pid, "stop", {}, &stop_wall.us, &stop_cpu.us);
     stop.us.push_back(NowUs() - s);
     const double first = FirstEventNs(dir);
     if (first > 0) first_event.us.push_back((first - sent_ns) / 1e3);
@@ -118,7 +129,7 @@ int main(int argc, char** argv) {
   for (int i = 0; ok && i < runs; ++i) {
     ::usleep(5000);
     t = NowUs();
-    ok = Request(pid, "snapshot", {});
+    ok = Request(pid, "snapshot", {}, &snapshot_wall.us, &snapshot_cpu.us);
     snapshot.us.push_back(NowUs() - t);
   }
   if (ok) Request(pid, "stop", {});
@@ -127,8 +138,9 @@ int main(int argc, char** argv) {
   FILE* f = std::fopen(out.c_str(), "w");
   if (f == nullptr) return 1;
   std::fprintf(f, "{\"runs\": %d, \"events\": \"ctl:clock, 1 thread emitting at full speed, 256k rings\",\n", runs);
-  for (Series* s : {&bootstrap, &first_event, &start, &stop, &snapshot}) {
-    std::fprintf(f, " %s%s\n", Summary(*s).c_str(), s == &snapshot ? "" : ",");
+  for (Series* s : {&bootstrap, &first_event, &start, &stop, &snapshot, &start_wall, &start_cpu,
+                    &stop_wall, &stop_cpu, &snapshot_wall, &snapshot_cpu}) {
+    std::fprintf(f, " %s%s\n", Summary(*s).c_str(), s == &snapshot_cpu ? "" : ",");
   }
   std::fprintf(f, "}\n");
   std::fclose(f);

@@ -41,6 +41,10 @@ bool SetSites(std::span<const Site> sites, bool enabled);
 // re-check the state word, so they emit nothing once the states are 0).
 bool SetSitesInChild(std::span<const Site> sites, bool enabled);
 
+// Does the once-per-process set-up of the first batch now (the membarrier SYNC_CORE registration,
+// which waits for an RCU grace period in the kernel: ~15 ms on a loaded 2-vCPU VM), so that a
+// later SetSites() does not pay it. The live-control thread calls it when it starts.
+void Prepare();
 // Tests: `hook` is called on the patching thread right after the sync that ends steps 2, 3 and 4
 // of every batch (patch.cc), with the step number, the patch mutex held; nullptr removes it.
 // A hook that runs a site of the batch traps and is stepped over by the SIGTRAP handler.

@@ -282,7 +282,7 @@ TEST(ControlTest, MalformedRequestsGetAnErrorAndChangeNothing) {
   for (const std::string& g : Garbage()) {
     EXPECT_EQ(RawRequest(t.pid(), g).rfind("error ", 0), 0u) << g.substr(0, 80);
   }
-  EXPECT_EQ(RawRequest(t.pid(), "hushtrace-control 1 stop\n"), "error no active session\n");
+  EXPECT_EQ(RawRequest(t.pid(), "hushtrace-control 1 stop\n").rfind("error no active session\n", 0), 0u);
   // A client that connects and sends nothing does not wedge the server.
   const std::string path = control::SocketPath(::geteuid(), t.pid());
   sockaddr_un addr{};
