@@ -32,6 +32,11 @@ struct SessionOptions {
   std::string output_dir;           // created 0700; must not exist or be empty
   Mode mode = Mode::kStream;
   std::size_t buffer_size = 1 << 20;  // per thread ring, in bytes (>= 16 KiB)
+  // Flight mode: when an event matching one of these globs is emitted, the rings are written
+  // (as by Snapshot()) by the session's snapshot thread, at most once per snapshot_interval_ms.
+  // Matching events are enabled (and recorded) even if `events` does not name them.
+  std::vector<std::string> snapshot_on;
+  std::uint32_t snapshot_interval_ms = 1000;
 };
 
 struct SessionStats {
@@ -42,6 +47,8 @@ struct SessionStats {
   std::uint64_t bytes_written = 0;
   std::uint32_t rings = 0;
   std::uint32_t enabled_events = 0;
+  std::uint64_t snapshots_triggered = 0;  // trigger events that caused a snapshot
+  std::uint64_t triggers_suppressed = 0;  // trigger events within the interval of the last one
 };
 
 class Session {

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -54,6 +55,15 @@ std::string Start(const Fields& fields) {
       options.mode = Mode::kFlight;
     } else if (key == "buffer-size") {
       if (!ParseSize(value, &options.buffer_size)) return Error("bad buffer-size '" + value + "'");
+    } else if (key == "snapshot-on") {
+      options.snapshot_on.push_back(value);
+    } else if (key == "snapshot-interval-ms") {
+      char* end = nullptr;
+      const unsigned long ms = std::strtoul(value.c_str(), &end, 10);
+      if (value.empty() || *end != '\0' || value[0] == '-' || ms > 86400000ul) {
+        return Error("bad snapshot-interval-ms '" + value + "'");
+      }
+      options.snapshot_interval_ms = static_cast<std::uint32_t>(ms);
     } else {
       return Error("start: unexpected '" + key + " " + value + "'");
     }
@@ -103,6 +113,8 @@ std::string Status() {
       {"events-overwritten", std::to_string(s.events_overwritten)},
       {"events-lost-on-write", std::to_string(s.events_lost_on_write)},
       {"bytes-written", std::to_string(s.bytes_written)},
+      {"snapshots-triggered", std::to_string(s.snapshots_triggered)},
+      {"triggers-suppressed", std::to_string(s.triggers_suppressed)},
   };
   for (const std::string& name : core->EnabledEventNames()) f.emplace_back("enabled", name);
   return EncodeMessage("ok", f);

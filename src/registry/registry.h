@@ -36,6 +36,11 @@ struct Event {
   std::vector<patch::Site> sites;  // static-key sites of all its descriptors
   std::int64_t id = -1;  // CTF event id once enabled in this session
   bool enabled = false;
+  bool trigger = false;  // enabled and a snapshot trigger (kTriggerIdBit in the state word)
+  // The descriptors' state word while enabled.
+  std::uint32_t StateWord() const {
+    return static_cast<std::uint32_t>(id + 1) | (trigger ? internal::kTriggerIdBit : 0);
+  }
 };
 
 class Registry {
@@ -49,6 +54,9 @@ class Registry {
   // never enabled before in this session. Returns how many events were newly enabled.
   // The sites of all of them are patched in one batch.
   std::size_t Enable(const std::vector<std::string>& globs);
+  // Marks the enabled events that match one of the globs as snapshot triggers (their state words
+  // get kTriggerIdBit; no site changes). Returns how many.
+  std::size_t SetTriggers(const std::vector<std::string>& globs);
   // Disables every event; the sites of those that were enabled are un-patched in one batch.
   void DisableAll();
   // The same in a fork child (pthread_atfork child handler, one thread): never blocks; if the

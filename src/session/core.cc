@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -152,6 +153,10 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
     *error = "buffer size must be at least 16k";
     return false;
   }
+  if (!options_.snapshot_on.empty() && options_.mode != Mode::kFlight) {
+    *error = "snapshot triggers (snapshot_on) need flight mode";
+    return false;
+  }
   // Sub-buffers: 8 of them, each at least 4 KiB and a multiple of 4 KiB, at most 1 MiB.
   // Small buffers: 4 KiB sub-buffers, as many as fit (at least 4 for 16 KiB).
   subbuf_count_ = 8;
@@ -199,6 +204,10 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
   // the slow path must find the session (acquire in Active() pairs with this release).
   active_.store(this, std::memory_order_release);
   registry.Enable(options_.events);
+  if (!options_.snapshot_on.empty()) {
+    registry.Enable(options_.snapshot_on);
+    registry.SetTriggers(options_.snapshot_on);
+  }
   if (!WriteMetadata(error)) {
     registry.DisableAll();
     active_.store(nullptr, std::memory_order_release);
@@ -333,6 +342,24 @@ void Core::ConsumerLoop() {
   }
 }
 
+void Core::Trigger(internal::ThreadWriter& w) {
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  const std::int64_t now = std::int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+  std::int64_t next = next_trigger_ns_.load(std::memory_order_relaxed);
+  // Relaxed: the CAS only elects one trigger per interval; the semaphore orders the rest.
+  if (now < next || !next_trigger_ns_.compare_exchange_strong(
+                        next, now + std::int64_t{options_.snapshot_interval_ms} * 1000000,
+                        std::memory_order_relaxed)) {
+    triggers_suppressed_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  triggers_fired_.fetch_add(1, std::memory_order_relaxed);
+  // Release: pairs with the acquire exchange in SignalLoop().
+  trigger_writer_.store(&w, std::memory_order_release);
+  ::sem_post(&g_snapshot_sem);
+}
+
 void Core::SignalLoop() {
   for (;;) {
     while (::sem_wait(&g_snapshot_sem) != 0 && errno == EINTR) {
@@ -340,6 +367,23 @@ void Core::SignalLoop() {
     {
       std::lock_guard<std::mutex> lock(wake_mu_);
       if (stopping_) return;
+    }
+    if (internal::ThreadWriter* w = trigger_writer_.exchange(nullptr, std::memory_order_acquire)) {
+      // The trigger event is still being written: wait (bounded, as in Stop()) until its thread
+      // leaves it, so that the snapshot ends with it. mu_ keeps the thread from detaching (and
+      // its writer from going away) meanwhile; in flight mode an attached thread never needs mu_
+      // inside an event. Acquire pairs with the release in LeaveEvent().
+      std::lock_guard<std::mutex> lock(mu_);
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+      for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
+        if (slots_[i].writer != w) continue;
+        while (w->nesting.load(std::memory_order_acquire) != 0 &&
+               std::chrono::steady_clock::now() < deadline) {
+          std::this_thread::yield();
+        }
+      }
+      if (!stopped_) WriteAll(true);
+      continue;
     }
     WriteAll(true);
   }
@@ -437,6 +481,8 @@ SessionStats Core::Stats() const {
     s.events_lost_on_write += r.write_lost_events();
   }
   for (const auto* e : GlobalRegistry().EventsWithIds()) s.enabled_events += e->enabled ? 1 : 0;
+  s.snapshots_triggered = triggers_fired_.load(std::memory_order_relaxed);
+  s.triggers_suppressed = triggers_suppressed_.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -58,6 +58,9 @@ class Core {
   ring::Ring* AttachLocked(internal::ThreadWriter& w);
   void Detach(internal::ThreadWriter& w);  // takes mu_
   void WakeConsumer();
+  // A snapshot trigger event is being emitted by `w` (ReserveSlow, flight mode): wakes the
+  // snapshot thread unless the last trigger is more recent than the interval.
+  void Trigger(internal::ThreadWriter& w);
   // Stream mode: starts the consumer thread on the first closed packet, so a short program whose
   // events fit in one packet per thread never pays for a thread (its events are written at exit).
   void EnsureConsumer();
@@ -99,6 +102,13 @@ class Core {
   bool stopping_ = false;  // guarded by wake_mu_
   bool stopped_ = false;   // guarded by mu_
   std::atomic<bool> write_error_reported_{false};
+  // Snapshot triggers. next_trigger_ns_: CLOCK_MONOTONIC before which triggers are suppressed
+  // (claimed by CAS: one snapshot per interval however many threads trigger). trigger_writer_:
+  // the writer whose trigger event the snapshot thread waits to see committed.
+  std::atomic<std::int64_t> next_trigger_ns_{0};
+  std::atomic<internal::ThreadWriter*> trigger_writer_{nullptr};
+  std::atomic<std::uint64_t> triggers_fired_{0};
+  std::atomic<std::uint64_t> triggers_suppressed_{0};
 };
 
 // Registry shared by all sessions of the process (descriptors outlive sessions).

@@ -160,6 +160,19 @@ void StartFromEnvironment() {
       return;
     }
   }
+  if (const char* on = ::secure_getenv("HUSHTRACE_SNAPSHOT_ON"); on != nullptr && *on != '\0') {
+    options.snapshot_on = SplitList(on);
+  }
+  if (const char* ms = ::secure_getenv("HUSHTRACE_SNAPSHOT_INTERVAL_MS"); ms != nullptr && *ms != '\0') {
+    char* end = nullptr;
+    const unsigned long v = std::strtoul(ms, &end, 10);
+    if (*end != '\0' || *ms == '-' || v > 86400000ul) {
+      std::fprintf(stderr, "hushtrace: HUSHTRACE_SNAPSHOT_INTERVAL_MS='%s' is not a number of milliseconds; "
+                   "tracing is off\n", ms);
+      return;
+    }
+    options.snapshot_interval_ms = static_cast<std::uint32_t>(v);
+  }
   if (const char* size = ::secure_getenv("HUSHTRACE_BUFFER_SIZE"); size != nullptr && *size != '\0') {
     if (!ParseSize(size, &options.buffer_size) || options.buffer_size < 16 * 1024) {
       std::fprintf(stderr,

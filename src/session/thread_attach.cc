@@ -84,6 +84,10 @@ char* ReserveSlow(ThreadWriter& w, std::uint32_t id, std::uint64_t ts, std::size
     // at attach time so that the stream's timestamps never go backwards.
     ts = std::max(clock::Now(core->use_tsc()), r->LastEndTimestamp());
   }
+  if ((id & internal::kTriggerIdBit) != 0) [[unlikely]] {
+    id &= ~internal::kTriggerIdBit;
+    core->Trigger(w);  // the snapshot thread waits for this event's commit
+  }
   const std::size_t max_payload = r->MaxEventSize() - 13;
   if (payload_size > max_payload) {
     r->CountDiscarded(1);

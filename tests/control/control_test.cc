@@ -141,6 +141,29 @@ TEST(ControlTest, FlightSnapshotWritesTheLatestEvents) {
   ASSERT_EQ(Cli({"stop", pid}).status, 0);
 }
 
+TEST(ControlTest, SnapshotOnEvent) {
+  Target t(CONTROL_TARGET);
+  ASSERT_TRUE(t.ok());
+  TempDir dir;
+  const std::string pid = std::to_string(t.pid());
+  const std::string trace = dir.path() + "/t";
+  RunResult r = Cli({"start", pid, "-e", "ctl:tick", "-o", trace, "--mode", "flight",
+                     "--snapshot-on", "ctl:other", "--snapshot-interval", "3600000"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(t.Command("emit 300"), "done");  // ends with ctl:other, the trigger
+  TickSummary ticks;
+  for (int i = 0; i < 6000 && (ticks = ReadTicks(trace)).ticks < 300; ++i) ::usleep(10000);
+  EXPECT_EQ(ticks.ticks, 300u);  // written without any snapshot request
+  EXPECT_TRUE(ticks.consecutive);
+  r = Cli({"status", pid});
+  EXPECT_EQ(StatusValue(r.out, "snapshots-triggered"), "1") << r.out;
+  EXPECT_EQ(Cli({"start", pid, "--snapshot-on", "x:y", "-o", dir.path() + "/u"}).status, 1);
+  ASSERT_EQ(Cli({"stop", pid}).status, 0);
+  RunResult bad = Cli({"start", pid, "-o", dir.path() + "/v", "--snapshot-on", "ctl:other"});
+  EXPECT_EQ(bad.status, 1);  // stream mode
+  EXPECT_NE(bad.err.find("flight"), std::string::npos) << bad.err;
+}
+
 TEST(ControlTest, StaticRuntime) {
   Target t(CONTROL_TARGET_STATIC);
   ASSERT_TRUE(t.ok());

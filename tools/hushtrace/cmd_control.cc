@@ -33,7 +33,10 @@ constexpr char kStartUsage[] =
     "  -o, --output DIR         trace directory, created 0700 by the process. Default:\n"
     "                           ./hushtrace-YYYYMMDD-HHMMSS-PID\n"
     "      --mode stream|flight default stream\n"
-    "      --buffer-size SIZE   ring buffer per thread (256k, 4M...). Default: 1M\n";
+    "      --buffer-size SIZE   ring buffer per thread (256k, 4M...). Default: 1M\n"
+    "      --snapshot-on PATTERN  flight mode: write a snapshot when an event matching PATTERN\n"
+    "                           is emitted (the event is recorded); repeat for several\n"
+    "      --snapshot-interval MS at most one triggered snapshot per MS milliseconds. Default: 1000\n";
 
 int Bad(const char* command, const std::string& message) {
   std::fprintf(stderr, "hushtrace %s: %s\n(see 'hushtrace %s --help')\n", command, message.c_str(),
@@ -200,6 +203,14 @@ int RunStart(int argc, char** argv) {
       }
     } else if (arg == "--buffer-size") {
       if (!value(&buffer)) return Bad("start", "--buffer-size needs a size");
+    } else if (arg == "--snapshot-on") {
+      if (!value(&v) || v.empty()) return Bad("start", "--snapshot-on needs a pattern");
+      fields.emplace_back("snapshot-on", v);
+    } else if (arg == "--snapshot-interval") {
+      if (!value(&v) || v.empty() || v.find_first_not_of("0123456789") != std::string::npos) {
+        return Bad("start", "--snapshot-interval needs a number of milliseconds");
+      }
+      fields.emplace_back("snapshot-interval-ms", v);
     } else {
       return Bad("start", "unknown option '" + arg + "'");
     }
