@@ -14,7 +14,8 @@
 //   +----------------------------+   +-------------------------------+
 //
 // Verbs and keys: start (event <glob> repeated, output <absolute dir>, mode stream|flight,
-// buffer-size <bytes>, snapshot-on <glob> repeated, snapshot-interval-ms <n>), stop, snapshot,
+// buffer-size <bytes>, filter <expression>, snapshot-on <glob> repeated, snapshot-interval-ms
+// <n>), stop, snapshot,
 // status. Anything else is refused with an error reply and
 // changes nothing.
 #ifndef HUSHTRACE_SRC_CONTROL_PROTOCOL_H_

@@ -37,7 +37,11 @@ std::unique_ptr<Session>* g_session;     // the session started by `hushtrace st
 std::string* g_socket_path;              // unlinked at exit
 int g_bootstrap_result = 0;
 
-std::string Error(const std::string& text) { return "error " + text + "\n"; }
+// One line: a message with several lines (a filter's caret) would be read as key/value lines.
+std::string Error(const std::string& text) {
+  std::string line = text.substr(0, text.find('\n'));
+  return "error " + line + "\n";
+}
 
 std::string Start(const Fields& fields) {
   SessionOptions options;
@@ -55,6 +59,8 @@ std::string Start(const Fields& fields) {
       options.mode = Mode::kFlight;
     } else if (key == "buffer-size") {
       if (!ParseSize(value, &options.buffer_size)) return Error("bad buffer-size '" + value + "'");
+    } else if (key == "filter" && options.filter.empty()) {
+      options.filter = value;
     } else if (key == "snapshot-on") {
       options.snapshot_on.push_back(value);
     } else if (key == "snapshot-interval-ms") {
@@ -113,6 +119,7 @@ std::string Status() {
       {"events-overwritten", std::to_string(s.events_overwritten)},
       {"events-lost-on-write", std::to_string(s.events_lost_on_write)},
       {"bytes-written", std::to_string(s.bytes_written)},
+      {"events-filtered-out", std::to_string(s.events_filtered_out)},
       {"snapshots-triggered", std::to_string(s.snapshots_triggered)},
       {"triggers-suppressed", std::to_string(s.triggers_suppressed)},
   };

@@ -133,7 +133,8 @@ std::ptrdiff_t Registry::Add(internal::Descriptor* d) {
   return static_cast<std::ptrdiff_t>(events_.size() - 1);
 }
 
-std::size_t Registry::Enable(const std::vector<std::string>& globs) {
+std::size_t Registry::Enable(const std::vector<std::string>& globs,
+                             const std::function<void(Event&)>& on_enable) {
   std::size_t n = 0;
   std::vector<patch::Site> sites;
   for (Event& e : events_) {
@@ -146,10 +147,11 @@ std::size_t Registry::Enable(const std::vector<std::string>& globs) {
     if (e.id < 0) e.id = next_id_++;
     e.enabled = true;
     ++n;
+    if (on_enable) on_enable(e);
     // Release is not needed by emitting threads (the state word carries the id); it orders the
     // registry's own bookkeeping for a later reader of the same descriptor on another thread.
     for (internal::Descriptor* d : e.descriptors) {
-      d->state.store(static_cast<std::uint32_t>(e.id + 1), std::memory_order_release);
+      d->state.store(e.StateWord(), std::memory_order_release);
     }
     sites.insert(sites.end(), e.sites.begin(), e.sites.end());
   }
@@ -182,6 +184,7 @@ std::vector<patch::Site> Registry::ClearStates(std::memory_order order) {
     if (e.enabled) sites.insert(sites.end(), e.sites.begin(), e.sites.end());
     e.enabled = false;
     e.trigger = false;
+    e.filtered = false;
     for (internal::Descriptor* d : e.descriptors) d->state.store(0, order);
   }
   return sites;

@@ -157,6 +157,16 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
     *error = "snapshot triggers (snapshot_on) need flight mode";
     return false;
   }
+  std::unique_ptr<filter::Parsed> parsed;
+  if (!options_.filter.empty()) {
+    std::string filter_error;
+    parsed = filter::Parse(options_.filter, &filter_error);
+    if (!parsed) {
+      *error = "bad filter, " + filter_error + "\n" +
+               filter::Caret(options_.filter, std::stoul(filter_error.substr(7)));
+      return false;
+    }
+  }
   // Sub-buffers: 8 of them, each at least 4 KiB and a multiple of 4 KiB, at most 1 MiB.
   // Small buffers: 4 KiB sub-buffers, as many as fit (at least 4 for 16 KiB).
   subbuf_count_ = 8;
@@ -203,7 +213,35 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
   // Publish the session before enabling events: a thread that sees an enabled event and takes
   // the slow path must find the session (acquire in Active() pairs with this release).
   active_.store(this, std::memory_order_release);
-  registry.Enable(options_.events);
+  if (parsed) {
+    filters_.clear();
+    filters_.resize(registry.events().size());
+    std::size_t bound = 0;
+    std::string bind_error;
+    registry.Enable(options_.events, [&](registry::Event& e) {
+      std::vector<std::string> names, types;
+      for (const auto& f : e.meta.fields) {
+        names.push_back(f.name);
+        types.push_back(f.type);
+      }
+      std::string why;
+      filters_[static_cast<std::size_t>(e.id)] = filter::Program::Bind(*parsed, names, types, &why);
+      if (filters_[static_cast<std::size_t>(e.id)]) {
+        ++bound;
+      } else if (bind_error.empty()) {
+        bind_error = e.meta.FullName() + ": " + why;
+      }
+      e.filtered = true;
+    });
+    if (bound == 0) {
+      registry.DisableAll();
+      active_.store(nullptr, std::memory_order_release);
+      *error = "the filter applies to no enabled event (" + bind_error + ")";
+      return false;
+    }
+  } else {
+    registry.Enable(options_.events);
+  }
   if (!options_.snapshot_on.empty()) {
     registry.Enable(options_.snapshot_on);
     registry.SetTriggers(options_.snapshot_on);
@@ -340,6 +378,14 @@ void Core::ConsumerLoop() {
     }
     lock.lock();
   }
+}
+
+bool Core::FilterAccepts(std::uint32_t id, const char* payload, std::size_t size) {
+  if (id >= filters_.size()) return true;  // an event of a module scanned after Start()
+  const filter::Program* program = filters_[id].get();
+  if (program != nullptr && program->Matches(payload, size)) return true;
+  filtered_out_.fetch_add(1, std::memory_order_relaxed);
+  return false;
 }
 
 void Core::Trigger(internal::ThreadWriter& w) {
@@ -483,6 +529,7 @@ SessionStats Core::Stats() const {
   for (const auto* e : GlobalRegistry().EventsWithIds()) s.enabled_events += e->enabled ? 1 : 0;
   s.snapshots_triggered = triggers_fired_.load(std::memory_order_relaxed);
   s.triggers_suppressed = triggers_suppressed_.load(std::memory_order_relaxed);
+  s.events_filtered_out = filtered_out_.load(std::memory_order_relaxed);
   return s;
 }
 

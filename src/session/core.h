@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "clock/clock.h"
+#include "filter/filter.h"
 #include "format/ctf_metadata.h"
 #include "hushtrace/internal/thread_writer.h"
 #include "hushtrace/session.h"
@@ -61,6 +62,9 @@ class Core {
   // A snapshot trigger event is being emitted by `w` (ReserveSlow, flight mode): wakes the
   // snapshot thread unless the last trigger is more recent than the interval.
   void Trigger(internal::ThreadWriter& w);
+  // The field filter's verdict on the payload of event `id` (kFilterIdBit cleared). Reads
+  // filters_, published before the event's state word (release; the caller's acquire fence).
+  bool FilterAccepts(std::uint32_t id, const char* payload, std::size_t size);
   // Stream mode: starts the consumer thread on the first closed packet, so a short program whose
   // events fit in one packet per thread never pays for a thread (its events are written at exit).
   void EnsureConsumer();
@@ -109,6 +113,10 @@ class Core {
   std::atomic<internal::ThreadWriter*> trigger_writer_{nullptr};
   std::atomic<std::uint64_t> triggers_fired_{0};
   std::atomic<std::uint64_t> triggers_suppressed_{0};
+  // Field filter, per event id: the program, or nullptr when the event lacks a named field
+  // (never recorded). Written by Start() only, before the state words that point readers here.
+  std::vector<std::unique_ptr<filter::Program>> filters_;
+  std::atomic<std::uint64_t> filtered_out_{0};
 };
 
 // Registry shared by all sessions of the process (descriptors outlive sessions).

@@ -160,6 +160,7 @@ void StartFromEnvironment() {
       return;
     }
   }
+  if (const char* filter = ::secure_getenv("HUSHTRACE_FILTER"); filter != nullptr) options.filter = filter;
   if (const char* on = ::secure_getenv("HUSHTRACE_SNAPSHOT_ON"); on != nullptr && *on != '\0') {
     options.snapshot_on = SplitList(on);
   }

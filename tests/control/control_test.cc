@@ -164,6 +164,27 @@ TEST(ControlTest, SnapshotOnEvent) {
   EXPECT_NE(bad.err.find("flight"), std::string::npos) << bad.err;
 }
 
+TEST(ControlTest, FieldFilter) {
+  Target t(CONTROL_TARGET);
+  ASSERT_TRUE(t.ok());
+  TempDir dir;
+  const std::string pid = std::to_string(t.pid());
+  RunResult r = Cli({"start", pid, "-e", "ctl:*", "-o", dir.path() + "/bad", "--filter", "seq >= && seq"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("column 8: expected a number, a field name or '(' instead of '&'\n"
+                       "  seq >= && seq\n         ^"), std::string::npos) << r.err;
+  r = Cli({"start", pid, "-e", "ctl:*", "-o", dir.path() + "/t", "--filter", "seq >= 10 && seq < 20"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(t.Command("emit 100"), "done");
+  r = Cli({"status", pid});
+  EXPECT_EQ(StatusValue(r.out, "events-filtered-out"), "91");  // 90 ticks and ctl:other
+  ASSERT_EQ(Cli({"stop", pid}).status, 0);
+  const TickSummary ticks = ReadTicks(dir.path() + "/t");
+  EXPECT_EQ(ticks.ticks, 10u);
+  EXPECT_EQ(ticks.first, 10u);
+  EXPECT_EQ(ticks.last, 19u);
+}
+
 TEST(ControlTest, StaticRuntime) {
   Target t(CONTROL_TARGET_STATIC);
   ASSERT_TRUE(t.ok());

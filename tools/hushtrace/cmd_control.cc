@@ -17,6 +17,7 @@
 
 #include "commands.h"
 #include "control_client.h"
+#include "filter/filter.h"
 #include "inject.h"
 
 namespace hush::cli {
@@ -34,6 +35,8 @@ constexpr char kStartUsage[] =
     "                           ./hushtrace-YYYYMMDD-HHMMSS-PID\n"
     "      --mode stream|flight default stream\n"
     "      --buffer-size SIZE   ring buffer per thread (256k, 4M...). Default: 1M\n"
+    "      --filter EXPR        record only events whose fields satisfy EXPR, e.g.\n"
+    "                           'bytes > 1000 && fd != 3' (==, !=, <, <=, >, >=, &&, ||, !, ())\n"
     "      --snapshot-on PATTERN  flight mode: write a snapshot when an event matching PATTERN\n"
     "                           is emitted (the event is recorded); repeat for several\n"
     "      --snapshot-interval MS at most one triggered snapshot per MS milliseconds. Default: 1000\n";
@@ -203,6 +206,15 @@ int RunStart(int argc, char** argv) {
       }
     } else if (arg == "--buffer-size") {
       if (!value(&buffer)) return Bad("start", "--buffer-size needs a size");
+    } else if (arg == "--filter") {
+      if (!value(&v)) return Bad("start", "--filter needs an expression");
+      std::string error;
+      if (!filter::Parse(v, &error)) {
+        std::fprintf(stderr, "hushtrace start: bad filter, %s\n%s\n", error.c_str(),
+                     filter::Caret(v, std::stoul(error.substr(7))).c_str());
+        return 2;
+      }
+      fields.emplace_back("filter", v);
     } else if (arg == "--snapshot-on") {
       if (!value(&v) || v.empty()) return Bad("start", "--snapshot-on needs a pattern");
       fields.emplace_back("snapshot-on", v);

@@ -50,6 +50,10 @@ struct Descriptor {
 static_assert(sizeof(Descriptor) == 16);
 
 inline constexpr std::uint32_t kTriggerIdBit = 0x80000000u;  // see Descriptor::state
+// An event with a field filter (SessionOptions::filter) has this bit: it also takes ReserveSlow,
+// and CommitSlow() commits it only if the filter accepts its payload.
+inline constexpr std::uint32_t kFilterIdBit = 0x40000000u;
+inline constexpr std::uint32_t kIdMask = ~(kTriggerIdBit | kFilterIdBit);
 inline constexpr std::uint32_t kNoteType = 0x48555348;      // "HSUH" read as little-endian bytes
 inline constexpr std::uint32_t kJumpNoteType = 0x4A555348;  // "HSUJ": bounds of hush_jump
 
