@@ -48,6 +48,16 @@ mode_t ModeOf(const std::string& path, uid_t* owner = nullptr) {
   return st.st_mode & 07777;
 }
 
+// Until `pid` (just forked, still this test's image) has exec'd a program named `name`.
+void WaitForExec(pid_t pid, const std::string& name) {
+  for (int i = 0; i < 5000; ++i) {
+    char target[4096];
+    const ssize_t n = ::readlink(("/proc/" + std::to_string(pid) + "/exe").c_str(), target, sizeof target - 1);
+    if (n > 0 && std::string(target, static_cast<std::size_t>(n)).ends_with("/" + name)) return;
+    ::usleep(1000);
+  }
+}
+
 void ExpectPrivateTrace(const std::string& trace, uid_t owner) {
   uid_t uid = 0;
   EXPECT_EQ(ModeOf(trace, &uid), 0700u) << trace;
@@ -208,6 +218,7 @@ TEST(ControlTest, PsListsOnlyProcessesWithTheRuntime) {
   TempDir dir;
   const pid_t sleeper = clitest::Spawn({"sleep", "60"}, dir.path() + "/out", dir.path() + "/err");
   ASSERT_GT(sleeper, 0);
+  WaitForExec(sleeper, "sleep");
   const RunResult again = Cli({"ps"});
   EXPECT_EQ(clitest::LineContaining(again.out, " " + std::to_string(sleeper) + " "), "");
   ::kill(sleeper, SIGKILL);
@@ -218,6 +229,7 @@ TEST(ControlTest, ProcessWithoutTheRuntimeIsRefused) {
   TempDir dir;
   const pid_t sleeper = clitest::Spawn({"sleep", "60"}, dir.path() + "/out", dir.path() + "/err");
   ASSERT_GT(sleeper, 0);
+  WaitForExec(sleeper, "sleep");
   const RunResult r = Cli({"start", std::to_string(sleeper), "-e", "*", "-o", dir.path() + "/t"});
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("does not have the hushtrace runtime loaded"), std::string::npos) << r.err;

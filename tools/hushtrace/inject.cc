@@ -8,7 +8,8 @@
 // call, is never interrupted for the call. The steps (x86-64):
 //
 //   1. find a thread whose /proc/PID/task/TID/syscall shows a safe call;
-//   2. PTRACE_SEIZE + PTRACE_INTERRUPT it; at the stop, check it really was blocked there:
+//   2. PTRACE_SEIZE + PTRACE_INTERRUPT it; at the stop, check that the function is still at that
+//      address (the process may have exec'd meanwhile) and that the thread really was blocked:
 //      orig_rax is that call and rax a restart code (-ERESTART*), or -EINTR for the calls the
 //      kernel does not restart (epoll_wait, rt_sigtimedwait): else detach and go back to 1;
 //   3. save the general and extended (XSAVE) registers; set rip = fn, rsp below the red zone,
@@ -336,7 +337,19 @@ bool CallInProcess(pid_t pid, std::uint64_t fn, int timeout_ms, int* result, std
     if (tid > 0) {
       Registers saved;
       bool fatal = false;
-      if (StopInSafeCall(tid, &saved, &fatal, error)) return CallStopped(tid, saved, fn, result, error);
+      if (StopInSafeCall(tid, &saved, &fatal, error)) {
+        // The address was found before the stop: the process may have exec'd since (a child
+        // between fork and exec still shows its parent's image). With this thread stopped the
+        // image can no longer change (an exec by another thread would kill it): look again.
+        std::string again;
+        if (FindBootstrap(pid, &again) != fn) {
+          ::ptrace(PTRACE_DETACH, tid, nullptr, nullptr);
+          *error = again.empty() ? "process " + std::to_string(pid) + " changed (exec) while attaching; retry"
+                                 : again;
+          return false;
+        }
+        return CallStopped(tid, saved, fn, result, error);
+      }
       if (fatal) return false;
     }
     ::usleep(1000);
