@@ -55,7 +55,8 @@ log "build ($BUILD_DIR)"
 if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 fi
-TARGETS=(hushtrace_bench hush_insn_driver keys_enable_bench startup_runner startup_plain startup_emptylib startup_hush)
+TARGETS=(hushtrace_bench hush_insn_driver keys_enable_bench startup_runner startup_plain startup_emptylib startup_hush
+  control_bench bench_control_target)
 HAVE_LTTNG=0
 if command -v lttng >/dev/null && command -v lttng-sessiond >/dev/null &&
   pkg-config --exists lttng-ust 2>/dev/null; then
@@ -268,6 +269,11 @@ if [ "$HAVE_LTTNG" = 1 ]; then
   [ "$ev" -gt 0 ] || die "LTTng recorded no start-up event"
   lttng_destroy "$s"
 fi
+
+# --- Live control (docs/benchmarks.md, "Live control") -------------------------------------------
+log "live control: start to first event, stop/snapshot round trips"
+run "$BIN/control_bench" --target "$BIN/bench_control_target" --runs 30 --scratch "$SCRATCH/control" \
+  --out "$RAW/control_bench.json" || die "control_bench failed"
 
 # --- 5. Report ------------------------------------------------------------------------------
 printf '{%s}\n' "$(IFS=,; echo "${CHECKS[*]}")" >"$RAW/lttng_checks.json"

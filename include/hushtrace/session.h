@@ -44,6 +44,16 @@ struct SessionOptions {
   std::vector<std::string> functions;
   std::uint32_t function_depth = 0;             // 0: no limit
   std::uint64_t function_min_duration_ns = 0;   // 0: every call
+  // Flight mode: when an event matching one of these globs is emitted, the rings are written
+  // (as by Snapshot()) by the session's snapshot thread, at most once per snapshot_interval_ms.
+  // Matching events are enabled (and recorded) even if `events` does not name them.
+  std::vector<std::string> snapshot_on;
+  std::uint32_t snapshot_interval_ms = 1000;
+  // Field filter over the events of `events`, e.g. "bytes > 1000 && fd != 3": an event is
+  // recorded only if it holds. Evaluated in the emitting thread; an event that lacks one of the
+  // named fields is not recorded. Syntax: src/filter/filter.h. Start() fails on a syntax error
+  // (the message gives the column) or if no enabled event has the named fields.
+  std::string filter;
 };
 
 struct SessionStats {
@@ -54,6 +64,9 @@ struct SessionStats {
   std::uint64_t bytes_written = 0;
   std::uint32_t rings = 0;
   std::uint32_t enabled_events = 0;
+  std::uint64_t snapshots_triggered = 0;  // trigger events that caused a snapshot
+  std::uint64_t triggers_suppressed = 0;  // trigger events within the interval of the last one
+  std::uint64_t events_filtered_out = 0;  // rejected by the field filter
 };
 
 class Session {

@@ -370,6 +370,12 @@ bool SetSitesInChild(std::span<const Site> sites, bool enabled) {
   return ok;
 }
 
+void Prepare() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  std::string why;
+  EnsureSyncCore(&why);  // a failure is reported by the first batch, which retries
+}
+
 void SetStepHookForTesting(void (*hook)(int step)) {
   std::lock_guard<std::mutex> lock(g_mu);
   g_step_hook = hook;

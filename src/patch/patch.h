@@ -56,6 +56,10 @@ bool WriteCode(std::span<const CodeSite> sites);
 // The same in a fork child; false without doing anything if the patch mutex is held.
 bool WriteCodeInChild(std::span<const CodeSite> sites);
 
+// Does the once-per-process set-up of the first batch now (the membarrier SYNC_CORE registration,
+// which waits for an RCU grace period in the kernel: ~15 ms on a loaded 2-vCPU VM), so that a
+// later SetSites() does not pay it. The live-control thread calls it when it starts.
+void Prepare();
 // Tests: `hook` is called on the patching thread right after the sync that ends steps 2, 3 and 4
 // of every batch (patch.cc), with the step number, the patch mutex held; nullptr removes it.
 // A hook that runs a site of the batch traps and is stepped over by the SIGTRAP handler.

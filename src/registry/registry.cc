@@ -122,7 +122,7 @@ std::ptrdiff_t Registry::Add(internal::Descriptor* d) {
     if (e.meta.FullName() == meta.FullName() && e.meta.kind == meta.kind &&
         e.meta.Signature() == meta.Signature()) {
       e.descriptors.push_back(d);
-      if (e.enabled) d->state.store(static_cast<std::uint32_t>(e.id + 1), std::memory_order_release);
+      if (e.enabled) d->state.store(e.StateWord(), std::memory_order_release);
       return static_cast<std::ptrdiff_t>(i);
     }
   }
@@ -133,7 +133,8 @@ std::ptrdiff_t Registry::Add(internal::Descriptor* d) {
   return static_cast<std::ptrdiff_t>(events_.size() - 1);
 }
 
-std::size_t Registry::Enable(const std::vector<std::string>& globs) {
+std::size_t Registry::Enable(const std::vector<std::string>& globs,
+                             const std::function<void(Event&)>& on_enable) {
   std::size_t n = 0;
   std::vector<patch::Site> sites;
   for (Event& e : events_) {
@@ -146,10 +147,11 @@ std::size_t Registry::Enable(const std::vector<std::string>& globs) {
     if (e.id < 0) e.id = next_id_++;
     e.enabled = true;
     ++n;
+    if (on_enable) on_enable(e);
     // Release is not needed by emitting threads (the state word carries the id); it orders the
     // registry's own bookkeeping for a later reader of the same descriptor on another thread.
     for (internal::Descriptor* d : e.descriptors) {
-      d->state.store(static_cast<std::uint32_t>(e.id + 1), std::memory_order_release);
+      d->state.store(e.StateWord(), std::memory_order_release);
     }
     sites.insert(sites.end(), e.sites.begin(), e.sites.end());
   }
@@ -159,11 +161,30 @@ std::size_t Registry::Enable(const std::vector<std::string>& globs) {
   return n;
 }
 
+std::size_t Registry::SetTriggers(const std::vector<std::string>& globs) {
+  std::size_t n = 0;
+  for (Event& e : events_) {
+    const std::string name = e.meta.FullName();
+    if (!e.enabled || std::none_of(globs.begin(), globs.end(),
+                                   [&](const std::string& g) { return GlobMatches(g, name); })) {
+      continue;
+    }
+    e.trigger = true;
+    ++n;
+    // Relaxed suffices for emitting threads (the word carries everything they need); a thread
+    // that still reads the old word records the event without firing the trigger.
+    for (internal::Descriptor* d : e.descriptors) d->state.store(e.StateWord(), std::memory_order_release);
+  }
+  return n;
+}
+
 std::vector<patch::Site> Registry::ClearStates(std::memory_order order) {
   std::vector<patch::Site> sites;
   for (Event& e : events_) {
     if (e.enabled) sites.insert(sites.end(), e.sites.begin(), e.sites.end());
     e.enabled = false;
+    e.trigger = false;
+    e.filtered = false;
     for (internal::Descriptor* d : e.descriptors) d->state.store(0, order);
   }
   return sites;

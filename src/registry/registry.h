@@ -21,6 +21,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,13 @@ struct Event {
   std::vector<patch::Site> sites;  // static-key sites of all its descriptors
   std::int64_t id = -1;  // CTF event id once enabled in this session
   bool enabled = false;
+  bool trigger = false;  // enabled and a snapshot trigger (kTriggerIdBit in the state word)
+  bool filtered = false;  // enabled with a field filter (kFilterIdBit)
+  // The descriptors' state word while enabled.
+  std::uint32_t StateWord() const {
+    return static_cast<std::uint32_t>(id + 1) | (trigger ? internal::kTriggerIdBit : 0) |
+           (filtered ? internal::kFilterIdBit : 0);
+  }
 };
 
 class Registry {
@@ -48,7 +56,13 @@ class Registry {
   // Enables every event whose "provider:name" matches one of the globs; assigns ids to events
   // never enabled before in this session. Returns how many events were newly enabled.
   // The sites of all of them are patched in one batch.
-  std::size_t Enable(const std::vector<std::string>& globs);
+  // `on_enable`, if given, runs for each newly enabled event once its id is assigned and before
+  // its state words are stored (release), e.g. to set `filtered` and prepare what it needs.
+  std::size_t Enable(const std::vector<std::string>& globs,
+                     const std::function<void(Event&)>& on_enable = nullptr);
+  // Marks the enabled events that match one of the globs as snapshot triggers (their state words
+  // get kTriggerIdBit; no site changes). Returns how many.
+  std::size_t SetTriggers(const std::vector<std::string>& globs);
   // Disables every event; the sites of those that were enabled are un-patched in one batch.
   void DisableAll();
   // The same in a fork child (pthread_atfork child handler, one thread): never blocks; if the

@@ -11,12 +11,15 @@
 #include <signal.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <utility>
+
+#include "session/masked_thread.h"
 
 namespace hush::session {
 
@@ -256,6 +259,20 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
     *error = "buffer size must be at least 16k";
     return false;
   }
+  if (!options_.snapshot_on.empty() && options_.mode != Mode::kFlight) {
+    *error = "snapshot triggers (snapshot_on) need flight mode";
+    return false;
+  }
+  std::unique_ptr<filter::Parsed> parsed;
+  if (!options_.filter.empty()) {
+    std::string filter_error;
+    parsed = filter::Parse(options_.filter, &filter_error);
+    if (!parsed) {
+      *error = "bad filter, " + filter_error + "\n" +
+               filter::Caret(options_.filter, std::stoul(filter_error.substr(7)));
+      return false;
+    }
+  }
   // Sub-buffers: 8 of them, each at least 4 KiB and a multiple of 4 KiB, at most 1 MiB.
   // Small buffers: 4 KiB sub-buffers, as many as fit (at least 4 for 16 KiB).
   subbuf_count_ = 8;
@@ -303,9 +320,43 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
   // Publish the session before enabling events: a thread that sees an enabled event and takes
   // the slow path must find the session (acquire in Active() pairs with this release).
   active_.store(this, std::memory_order_release);
-  std::vector<std::string> globs = options_.events;
-  if (options_.sched) globs.insert(globs.end(), std::begin(sched::kSchedEventGlobs), std::end(sched::kSchedEventGlobs));
-  registry.Enable(globs);
+  if (parsed) {
+    filters_.clear();
+    filters_.resize(registry.events().size());
+    std::size_t bound = 0;
+    std::string bind_error;
+    registry.Enable(options_.events, [&](registry::Event& e) {
+      std::vector<std::string> names, types;
+      for (const auto& f : e.meta.fields) {
+        names.push_back(f.name);
+        types.push_back(f.type);
+      }
+      std::string why;
+      filters_[static_cast<std::size_t>(e.id)] = filter::Program::Bind(*parsed, names, types, &why);
+      if (filters_[static_cast<std::size_t>(e.id)]) {
+        ++bound;
+      } else if (bind_error.empty()) {
+        bind_error = e.meta.FullName() + ": " + why;
+      }
+      e.filtered = true;
+    });
+    if (bound == 0) {
+      registry.DisableAll();
+      active_.store(nullptr, std::memory_order_release);
+      *error = "the filter applies to no enabled event (" + bind_error + ")";
+      return false;
+    }
+  } else {
+    registry.Enable(options_.events);
+  }
+  if (!options_.snapshot_on.empty()) {
+    registry.Enable(options_.snapshot_on);
+    registry.SetTriggers(options_.snapshot_on);
+  }
+  if (options_.sched) {
+    registry.Enable(std::vector<std::string>(std::begin(sched::kSchedEventGlobs),
+                                             std::end(sched::kSchedEventGlobs)));
+  }
   if (!WriteMetadata(error)) {
     registry.DisableAll();
     active_.store(nullptr, std::memory_order_release);
@@ -475,6 +526,32 @@ void Core::ConsumerLoop() {
   }
 }
 
+bool Core::FilterAccepts(std::uint32_t id, const char* payload, std::size_t size) {
+  if (id >= filters_.size()) return true;  // an event of a module scanned after Start()
+  const filter::Program* program = filters_[id].get();
+  if (program != nullptr && program->Matches(payload, size)) return true;
+  filtered_out_.fetch_add(1, std::memory_order_relaxed);
+  return false;
+}
+
+void Core::Trigger(internal::ThreadWriter& w) {
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  const std::int64_t now = std::int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+  std::int64_t next = next_trigger_ns_.load(std::memory_order_relaxed);
+  // Relaxed: the CAS only elects one trigger per interval; the semaphore orders the rest.
+  if (now < next || !next_trigger_ns_.compare_exchange_strong(
+                        next, now + std::int64_t{options_.snapshot_interval_ms} * 1000000,
+                        std::memory_order_relaxed)) {
+    triggers_suppressed_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  triggers_fired_.fetch_add(1, std::memory_order_relaxed);
+  // Release: pairs with the acquire exchange in SignalLoop().
+  trigger_writer_.store(&w, std::memory_order_release);
+  ::sem_post(&g_snapshot_sem);
+}
+
 void Core::SignalLoop() {
   for (;;) {
     while (::sem_wait(&g_snapshot_sem) != 0 && errno == EINTR) {
@@ -482,6 +559,23 @@ void Core::SignalLoop() {
     {
       std::lock_guard<std::mutex> lock(wake_mu_);
       if (stopping_) return;
+    }
+    if (internal::ThreadWriter* w = trigger_writer_.exchange(nullptr, std::memory_order_acquire)) {
+      // The trigger event is still being written: wait (bounded, as in Stop()) until its thread
+      // leaves it, so that the snapshot ends with it. mu_ keeps the thread from detaching (and
+      // its writer from going away) meanwhile; in flight mode an attached thread never needs mu_
+      // inside an event. Acquire pairs with the release in LeaveEvent().
+      std::lock_guard<std::mutex> lock(mu_);
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+      for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
+        if (slots_[i].writer != w) continue;
+        while (w->nesting.load(std::memory_order_acquire) != 0 &&
+               std::chrono::steady_clock::now() < deadline) {
+          std::this_thread::yield();
+        }
+      }
+      if (!stopped_) WriteAll(true);
+      continue;
     }
     WriteAll(true);
   }
@@ -566,6 +660,16 @@ void Core::Stop() {
   ::close(dirfd_);
 }
 
+std::vector<std::string> Core::EnabledEventNames() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> names;
+  if (stopped_) return names;
+  for (const auto* e : GlobalRegistry().EventsWithIds()) {
+    if (e->enabled) names.push_back(e->meta.FullName());
+  }
+  return names;
+}
+
 SessionStats Core::Stats() const {
   SessionStats s;
   const std::uint32_t n = ring_count_.load(std::memory_order_acquire);
@@ -580,6 +684,9 @@ SessionStats Core::Stats() const {
     s.events_lost_on_write += r.write_lost_events();
   }
   for (const auto* e : GlobalRegistry().EventsWithIds()) s.enabled_events += e->enabled ? 1 : 0;
+  s.snapshots_triggered = triggers_fired_.load(std::memory_order_relaxed);
+  s.triggers_suppressed = triggers_suppressed_.load(std::memory_order_relaxed);
+  s.events_filtered_out = filtered_out_.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "clock/clock.h"
+#include "filter/filter.h"
 #include "format/ctf_metadata.h"
 #include "hushtrace/internal/thread_writer.h"
 #include "hushtrace/session.h"
@@ -53,6 +54,9 @@ class Core {
   bool Snapshot(std::string* error);
   SessionStats Stats() const;
   const std::string& output_dir() const { return output_dir_; }
+  Mode mode() const { return options_.mode; }  // constant while the session lives
+  // "provider:name" of the enabled events (takes mu_).
+  std::vector<std::string> EnabledEventNames() const;
 
   // Slow path helpers (emitting thread).
   // Gives `w` a ring (takes mu_). `fresh`: a new ring, never one an exited thread left (for
@@ -60,6 +64,12 @@ class Core {
   ring::Ring* AttachLocked(internal::ThreadWriter& w, bool fresh = false);
   void Detach(internal::ThreadWriter& w);  // takes mu_
   void WakeConsumer();
+  // A snapshot trigger event is being emitted by `w` (ReserveSlow, flight mode): wakes the
+  // snapshot thread unless the last trigger is more recent than the interval.
+  void Trigger(internal::ThreadWriter& w);
+  // The field filter's verdict on the payload of event `id` (kFilterIdBit cleared). Reads
+  // filters_, published before the event's state word (release; the caller's acquire fence).
+  bool FilterAccepts(std::uint32_t id, const char* payload, std::size_t size);
   // Stream mode: starts the consumer thread on the first closed packet, so a short program whose
   // events fit in one packet per thread never pays for a thread (its events are written at exit).
   void EnsureConsumer();
@@ -109,6 +119,17 @@ class Core {
   // --sched: perf context-switch records (src/sched). Started last by Start(), stopped first
   // by Stop() so that its final drain lands in the rings before they are written out.
   std::unique_ptr<sched::SchedRecorder> sched_;
+  // Snapshot triggers. next_trigger_ns_: CLOCK_MONOTONIC before which triggers are suppressed
+  // (claimed by CAS: one snapshot per interval however many threads trigger). trigger_writer_:
+  // the writer whose trigger event the snapshot thread waits to see committed.
+  std::atomic<std::int64_t> next_trigger_ns_{0};
+  std::atomic<internal::ThreadWriter*> trigger_writer_{nullptr};
+  std::atomic<std::uint64_t> triggers_fired_{0};
+  std::atomic<std::uint64_t> triggers_suppressed_{0};
+  // Field filter, per event id: the program, or nullptr when the event lacks a named field
+  // (never recorded). Written by Start() only, before the state words that point readers here.
+  std::vector<std::unique_ptr<filter::Program>> filters_;
+  std::atomic<std::uint64_t> filtered_out_{0};
 };
 
 // The clock UUID in DIR/metadata ("" if DIR holds no readable hushtrace metadata).

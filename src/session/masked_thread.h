@@ -1,4 +1,4 @@
-// Starting the library's own threads.
+// Threads the library owns (consumer, snapshot, control server) are started through here.
 #ifndef HUSHTRACE_SRC_SESSION_MASKED_THREAD_H_
 #define HUSHTRACE_SRC_SESSION_MASKED_THREAD_H_
 

@@ -1,6 +1,6 @@
 // hush::Session (public API) and the session started from the environment before main().
 //
-// Start-up cost when no session is requested: one secure_getenv() call in a constructor.
+// Start-up cost when no session is requested: two secure_getenv() calls in a constructor.
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -10,9 +10,11 @@
 #include <cerrno>
 #include <limits>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "functrace/functrace.h"
+#include "control/server.h"
 #include "hushtrace/session.h"
 #include "session/core.h"
 
@@ -197,6 +199,13 @@ bool ParseFunctionEnv(const char* functions, SessionOptions* options) {
 }
 
 void StartFromEnvironment() {
+  // Live control from the start, for systems where `hushtrace start PID` may not ptrace.
+  if (const char* control = ::secure_getenv("HUSHTRACE_CONTROL"); control != nullptr && *control == '1') {
+    if (const int e = control::Bootstrap(); e != 0) {
+      std::fprintf(stderr, "hushtrace: HUSHTRACE_CONTROL: cannot open the control socket: %s\n",
+                   std::strerror(-e));
+    }
+  }
   const char* events = ::secure_getenv("HUSHTRACE_EVENTS");
   const char* sched = ::secure_getenv("HUSHTRACE_SCHED");
   const char* follow = ::secure_getenv("HUSHTRACE_FOLLOW");
@@ -223,6 +232,20 @@ void StartFromEnvironment() {
       std::fprintf(stderr, "hushtrace: HUSHTRACE_MODE='%s' is not 'stream' or 'flight'; tracing is off\n", mode);
       return;
     }
+  }
+  if (const char* filter = ::secure_getenv("HUSHTRACE_FILTER"); filter != nullptr) options.filter = filter;
+  if (const char* on = ::secure_getenv("HUSHTRACE_SNAPSHOT_ON"); on != nullptr && *on != '\0') {
+    options.snapshot_on = SplitList(on);
+  }
+  if (const char* ms = ::secure_getenv("HUSHTRACE_SNAPSHOT_INTERVAL_MS"); ms != nullptr && *ms != '\0') {
+    char* end = nullptr;
+    const unsigned long v = std::strtoul(ms, &end, 10);
+    if (*end != '\0' || *ms == '-' || v > 86400000ul) {
+      std::fprintf(stderr, "hushtrace: HUSHTRACE_SNAPSHOT_INTERVAL_MS='%s' is not a number of milliseconds; "
+                   "tracing is off\n", ms);
+      return;
+    }
+    options.snapshot_interval_ms = static_cast<std::uint32_t>(v);
   }
   if (const char* size = ::secure_getenv("HUSHTRACE_BUFFER_SIZE"); size != nullptr && *size != '\0') {
     if (!ParseSize(size, &options.buffer_size) || options.buffer_size < 16 * 1024) {

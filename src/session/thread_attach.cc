@@ -27,6 +27,7 @@ namespace {
 thread_local std::uint32_t t_tid = 0;
 thread_local char t_name[16] = {};
 thread_local bool t_in_attach = false;
+thread_local std::uint64_t t_prev_last_ts = 0;  // w.last_ts before the event being reserved
 
 pthread_key_t g_exit_key;
 std::once_flag g_exit_key_once;
@@ -118,6 +119,7 @@ char* ReserveInRing(Core* core, ring::Ring* r, internal::ThreadWriter& w, std::u
     std::memcpy(p + 1, &id, 4);
     std::memcpy(p + 5, &ts, 8);
   }
+  t_prev_last_ts = w.last_ts;  // restored by CommitSlow if the filter rejects the event
   w.last_ts = ts;
   return p + header;
 }
@@ -145,8 +147,29 @@ char* ReserveSlow(ThreadWriter& w, std::uint32_t id, std::uint64_t ts, std::size
     // at attach time so that the stream's timestamps never go backwards.
     ts = std::max(clock::Now(core->use_tsc()), r->LastEndTimestamp());
   }
+  if ((id & internal::kTriggerIdBit) != 0) [[unlikely]] {
+    core->Trigger(w);  // the snapshot thread waits for this event's commit
+  }
+  id &= internal::kIdMask;
   return session::ReserveInRing(core, r, w, id, ts, payload_size, session::t_tid, session::t_name,
                                 /*own_thread=*/true);
+}
+
+void CommitSlow(ThreadWriter& w, std::uint32_t id, char* payload, char* end) {
+  if ((id & kFilterIdBit) != 0) {
+    // Pairs with the release store of the descriptor's state word (read relaxed by the caller):
+    // the filter table that word points to is visible.
+    std::atomic_thread_fence(std::memory_order_acquire);
+    session::Core* core = session::Core::Active();
+    if (core != nullptr &&
+        !core->FilterAccepts(id & kIdMask, payload, static_cast<std::size_t>(end - payload))) {
+      // Not committed: the space is reused, and the next event's compact timestamp must be
+      // relative to the last committed one.
+      w.last_ts = session::t_prev_last_ts;
+      return;
+    }
+  }
+  Commit(w, end);
 }
 
 }  // namespace hush::internal

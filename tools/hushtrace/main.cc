@@ -20,6 +20,11 @@ constexpr Command kCommands[] = {
     {"recover", hush::cli::RunRecover, "make a trace whose writer died readable again"},
     {"export", hush::cli::RunExport, "convert a trace for Perfetto or Chrome (timeline viewers)"},
     {"hist", hush::cli::RunHist, "histogram of span durations or of a numeric field"},
+    {"ps", hush::cli::RunPs, "list running processes that have the hushtrace runtime loaded"},
+    {"start", hush::cli::RunStart, "start tracing in a running process"},
+    {"stop", hush::cli::RunStop, "stop tracing in a running process, write its trace"},
+    {"snapshot", hush::cli::RunSnapshot, "write a running process's flight recorder now"},
+    {"status", hush::cli::RunStatus, "show a running process's session: events, buffers, losses"},
 };
 
 void Usage(FILE* out) {

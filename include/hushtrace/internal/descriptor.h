@@ -39,6 +39,9 @@ struct Descriptor {
   // 0 while disabled; otherwise the session's event id + 1. Written by the registry (session
   // thread) with release; read by emitting threads with a relaxed load: the only thing a reader
   // needs is the id, which is carried in the same word, so no other data must be ordered with it.
+  // An event that triggers a snapshot (SessionOptions::snapshot_on) has kTriggerIdBit set in its
+  // id: such an id never fits the compact header, so the event always takes ReserveSlow, which
+  // clears the bit and fires the trigger. The fast path of other events does not change.
   std::atomic<std::uint32_t> state;
   std::uint32_t reserved;
   // Points to the HTP1 metadata record of this site; constant.
@@ -46,6 +49,11 @@ struct Descriptor {
 };
 static_assert(sizeof(Descriptor) == 16);
 
+inline constexpr std::uint32_t kTriggerIdBit = 0x80000000u;  // see Descriptor::state
+// An event with a field filter (SessionOptions::filter) has this bit: it also takes ReserveSlow,
+// and CommitSlow() commits it only if the filter accepts its payload.
+inline constexpr std::uint32_t kFilterIdBit = 0x40000000u;
+inline constexpr std::uint32_t kIdMask = ~(kTriggerIdBit | kFilterIdBit);
 inline constexpr std::uint32_t kNoteType = 0x48555348;      // "HSUH" read as little-endian bytes
 inline constexpr std::uint32_t kJumpNoteType = 0x4A555348;  // "HSUJ": bounds of hush_jump
 

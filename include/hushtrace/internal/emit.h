@@ -43,8 +43,9 @@ struct SlowEmitter {
     ThreadWriter& w = tls_writer;
     const std::size_t payload = (std::size_t{0} + ... + FieldTraits<Fields>::Size(args));
     if (char* p = ReserveSlow(w, id, ts, payload)) {
+      char* const start = p;
       ((p = FieldTraits<Fields>::Write(p, args)), ...);
-      Commit(w, p);
+      CommitSlow(w, id, start, p);
     }
     LeaveEvent(w, previous);
   }

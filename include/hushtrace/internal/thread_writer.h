@@ -71,6 +71,9 @@ extern thread_local constinit ThreadWriter tls_writer __attribute__((tls_model("
 // is written), or nullptr when the event is dropped (and counted).
 [[gnu::cold, gnu::noinline]] char* ReserveSlow(ThreadWriter& w, std::uint32_t id, std::uint64_t ts,
                                                std::size_t payload_size);
+// Commits an event reserved by ReserveSlow whose payload is [payload, end): for an id with
+// kFilterIdBit, only if the session's filter accepts the payload (else the space is reused).
+[[gnu::cold, gnu::noinline]] void CommitSlow(ThreadWriter& w, std::uint32_t id, char* payload, char* end);
 
 
 // Compiler-only barrier: orders the guard against the event writes as seen by a signal handler

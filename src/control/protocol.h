@@ -1,0 +1,105 @@
+// The live-control protocol between `hushtrace start|stop|snapshot|status PID` and the control
+// server of a traced process (src/control/server.cc). Header-only: the CLI is not linked with
+// the runtime.
+//
+// Transport: a SOCK_SEQPACKET unix socket at /tmp/hushtrace-<uid>/<pid>.sock (directory 0700,
+// socket 0600, both owned by the traced user). One connection carries one request and one reply,
+// each a single packet of at most kMaxMessage bytes of printable ASCII, lines ended by '\n':
+//
+//   request                          reply
+//   +----------------------------+   +-------------------------------+
+//   | hushtrace-control 1 <verb> |   | ok            | error <text>  |
+//   | <key> <value>              |   | <key> <value>                 |
+//   | ...                        |   | ...                           |
+//   +----------------------------+   +-------------------------------+
+//
+// Verbs and keys: start (event <glob> repeated, output <absolute dir>, mode stream|flight,
+// buffer-size <bytes>, filter <expression>, snapshot-on <glob> repeated, snapshot-interval-ms
+// <n>), stop, snapshot,
+// status. Anything else is refused with an error reply and
+// changes nothing.
+#ifndef HUSHTRACE_SRC_CONTROL_PROTOCOL_H_
+#define HUSHTRACE_SRC_CONTROL_PROTOCOL_H_
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace hush::control {
+
+inline constexpr std::string_view kRequestMagic = "hushtrace-control 1 ";
+inline constexpr std::size_t kMaxMessage = 64 * 1024;
+
+using Fields = std::vector<std::pair<std::string, std::string>>;
+
+inline std::string SocketDirectory(uid_t uid) { return "/tmp/hushtrace-" + std::to_string(uid); }
+inline std::string SocketPath(uid_t uid, pid_t pid) {
+  return SocketDirectory(uid) + "/" + std::to_string(pid) + ".sock";
+}
+
+// "first\nkey value\n...": values must not hold '\n' (the encoder replaces it with ' ').
+inline std::string EncodeMessage(const std::string& first, const Fields& fields) {
+  std::string out = first + "\n";
+  for (const auto& [key, value] : fields) {
+    std::string v = value;
+    for (char& c : v) {
+      if (c == '\n') c = ' ';
+    }
+    out += key + " " + v + "\n";
+  }
+  return out;
+}
+
+// Splits a message into its first line and key/value lines. Refuses (with the line number) bytes
+// outside printable ASCII, a missing final '\n', empty lines and keys that are not [a-z-]+.
+inline bool DecodeMessage(std::string_view text, std::string* first, Fields* fields,
+                          std::string* error) {
+  fields->clear();
+  if (text.empty() || text.size() > kMaxMessage) {
+    *error = "empty or oversized message";
+    return false;
+  }
+  if (text.back() != '\n') {
+    *error = "message does not end with a newline";
+    return false;
+  }
+  std::size_t line_no = 0;
+  for (std::size_t begin = 0; begin < text.size();) {
+    const std::size_t end = text.find('\n', begin);
+    const std::string_view line = text.substr(begin, end - begin);
+    begin = end + 1;
+    ++line_no;
+    for (char c : line) {
+      if (c < 0x20 || c > 0x7e) {
+        *error = "line " + std::to_string(line_no) + ": byte outside printable ASCII";
+        return false;
+      }
+    }
+    if (line.empty()) {
+      *error = "line " + std::to_string(line_no) + ": empty line";
+      return false;
+    }
+    if (line_no == 1) {
+      *first = std::string(line);
+      continue;
+    }
+    const std::size_t space = line.find(' ');
+    const std::string_view key = line.substr(0, space);
+    bool key_ok = !key.empty();
+    for (char c : key) key_ok = key_ok && ((c >= 'a' && c <= 'z') || c == '-');
+    if (!key_ok || space == std::string_view::npos) {
+      *error = "line " + std::to_string(line_no) + ": expected '<key> <value>'";
+      return false;
+    }
+    fields->emplace_back(std::string(key), std::string(line.substr(space + 1)));
+  }
+  return true;
+}
+
+}  // namespace hush::control
+
+#endif  // HUSHTRACE_SRC_CONTROL_PROTOCOL_H_

@@ -1,0 +1,263 @@
+// Control server (see server.h): socket set-up, the serving thread, request handling.
+//
+// Threading: Bootstrap() may run on any application thread (injected, or in the constructor).
+// The server thread alone calls HandleRequest() in production, so g_session needs no lock of
+// its own; the session calls it makes are thread-safe (session.h).
+#include "control/server.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <time.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "control/protocol.h"
+#include "hushtrace/session.h"
+#include "patch/patch.h"
+#include "session/core.h"
+#include "session/masked_thread.h"
+
+namespace hush::control {
+namespace {
+
+std::mutex g_handle_mu;                  // serializes HandleRequest (tests call it directly)
+std::unique_ptr<Session>* g_session;     // the session started by `hushtrace start`; never freed
+std::string* g_socket_path;              // unlinked at exit
+int g_bootstrap_result = 0;
+
+// One line: a message with several lines (a filter's caret) would be read as key/value lines.
+std::string Error(const std::string& text) {
+  std::string line = text.substr(0, text.find('\n'));
+  return "error " + line + "\n";
+}
+
+std::string Start(const Fields& fields) {
+  SessionOptions options;
+  bool have_output = false;
+  for (const auto& [key, value] : fields) {
+    if (key == "event") {
+      options.events.push_back(value);
+    } else if (key == "output" && !have_output) {
+      if (value.empty() || value[0] != '/') return Error("output must be an absolute path");
+      options.output_dir = value;
+      have_output = true;
+    } else if (key == "mode" && value == "stream") {
+      options.mode = Mode::kStream;
+    } else if (key == "mode" && value == "flight") {
+      options.mode = Mode::kFlight;
+    } else if (key == "buffer-size") {
+      if (!ParseSize(value, &options.buffer_size)) return Error("bad buffer-size '" + value + "'");
+    } else if (key == "filter" && options.filter.empty()) {
+      options.filter = value;
+    } else if (key == "snapshot-on") {
+      options.snapshot_on.push_back(value);
+    } else if (key == "snapshot-interval-ms") {
+      char* end = nullptr;
+      const unsigned long ms = std::strtoul(value.c_str(), &end, 10);
+      if (value.empty() || *end != '\0' || value[0] == '-' || ms > 86400000ul) {
+        return Error("bad snapshot-interval-ms '" + value + "'");
+      }
+      options.snapshot_interval_ms = static_cast<std::uint32_t>(ms);
+    } else {
+      return Error("start: unexpected '" + key + " " + value + "'");
+    }
+  }
+  if (options.events.empty()) return Error("start: no event requested");
+  if (!have_output) return Error("start: no output directory");
+  if (session::Core::Active() != nullptr) return Error("a session is already active in this process");
+  std::string error;
+  std::unique_ptr<Session> session = Session::Start(options, &error);
+  if (!session) return Error(error);
+  *g_session = std::move(session);
+  return "ok\noutput " + (*g_session)->output_dir() + "\n";
+}
+
+std::string Stop() {
+  session::Core* core = session::Core::Active();
+  if (core == nullptr) return Error("no active session");
+  const std::string output = core->output_dir();
+  if (*g_session) {
+    (*g_session)->Stop();  // waits until every committed event is written
+    g_session->reset();
+  }
+  core->Stop();  // a session the program or its environment started; idempotent
+  return "ok\noutput " + output + "\n";
+}
+
+std::string Snapshot() {
+  session::Core* core = session::Core::Active();
+  if (core == nullptr) return Error("no active session");
+  std::string error;
+  if (!core->Snapshot(&error)) return Error(error);
+  return "ok\noutput " + core->output_dir() + "\n";
+}
+
+std::string Status() {
+  session::Core* core = session::Core::Active();
+  if (core == nullptr) return "ok\nsession none\n";
+  const SessionStats s = core->Stats();
+  Fields f = {
+      {"session", "active"},
+      {"started-by", *g_session ? "hushtrace" : "program"},
+      {"mode", core->mode() == Mode::kFlight ? "flight" : "stream"},
+      {"output", core->output_dir()},
+      {"buffers", std::to_string(s.rings)},
+      {"events-written", std::to_string(s.events_written)},
+      {"events-discarded", std::to_string(s.events_discarded)},
+      {"events-overwritten", std::to_string(s.events_overwritten)},
+      {"events-lost-on-write", std::to_string(s.events_lost_on_write)},
+      {"bytes-written", std::to_string(s.bytes_written)},
+      {"events-filtered-out", std::to_string(s.events_filtered_out)},
+      {"snapshots-triggered", std::to_string(s.snapshots_triggered)},
+      {"triggers-suppressed", std::to_string(s.triggers_suppressed)},
+  };
+  for (const std::string& name : core->EnabledEventNames()) f.emplace_back("enabled", name);
+  return EncodeMessage("ok", f);
+}
+
+double NowUs(clockid_t clock) {
+  timespec ts;
+  ::clock_gettime(clock, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
+}
+
+void Serve(int listen_fd) {
+  // Most likely a `start` follows: take the slow one-time part of the first patch batch now,
+  // while the CLI is still detaching, rather than inside that request.
+  patch::Prepare();
+  std::vector<char> buf(kMaxMessage + 1);
+  for (;;) {
+    const int c = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (c < 0) {
+      if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE ||
+          errno == ENOBUFS || errno == ENOMEM) {
+        if (errno != EINTR && errno != ECONNABORTED) ::usleep(10000);
+        continue;
+      }
+      return;  // the socket is gone
+    }
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    std::string reply;
+    if (::getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
+        (cred.uid != ::geteuid() && cred.uid != 0)) {
+      reply = Error("permission denied: process " + std::to_string(::getpid()) +
+                    " is controlled by its user and root only");
+    } else {
+      // A client that connects and sends nothing must not hold the server.
+      timeval tv{2, 0};
+      ::setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+      iovec iov{buf.data(), buf.size()};
+      msghdr msg{};
+      msg.msg_iov = &iov;
+      msg.msg_iovlen = 1;
+      ssize_t n;
+      do {
+        n = ::recvmsg(c, &msg, 0);
+      } while (n < 0 && errno == EINTR);
+      if (n <= 0) {
+        ::close(c);
+        continue;
+      }
+      if ((msg.msg_flags & MSG_TRUNC) != 0 || static_cast<std::size_t>(n) > kMaxMessage) {
+        reply = Error("request larger than " + std::to_string(kMaxMessage) + " bytes");
+      } else {
+        const double wall = NowUs(CLOCK_MONOTONIC), cpu = NowUs(CLOCK_THREAD_CPUTIME_ID);
+        reply = HandleRequest(std::string_view(buf.data(), static_cast<std::size_t>(n)));
+        // The time spent in the process, for benchmarks (the CLI ignores unknown keys).
+        char times[96];
+        std::snprintf(times, sizeof times, "server-wall-us %.0f\nserver-cpu-us %.0f\n",
+                      NowUs(CLOCK_MONOTONIC) - wall, NowUs(CLOCK_THREAD_CPUTIME_ID) - cpu);
+        reply += times;
+      }
+    }
+    ::send(c, reply.data(), reply.size(), MSG_NOSIGNAL);
+    ::close(c);
+  }
+}
+
+void UnlinkSocket() {
+  if (g_socket_path != nullptr) ::unlink(g_socket_path->c_str());
+}
+
+int CreateSocket(std::string* path_out) {
+  const uid_t uid = ::geteuid();
+  const std::string dir = SocketDirectory(uid);
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return -errno;
+  struct stat st;
+  // The directory must be ours, private, and not a symlink: another user who created it first
+  // could otherwise see or replace our socket. We refuse rather than repair it.
+  if (::lstat(dir.c_str(), &st) != 0) return -errno;
+  if (!S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 077) != 0) return -EPERM;
+  const std::string path = SocketPath(uid, ::getpid());
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) return -ENAMETOOLONG;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -errno;
+  ::unlink(path.c_str());  // left by an earlier process with our pid
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::chmod(path.c_str(), 0600) != 0 || ::listen(fd, 16) != 0) {
+    const int e = errno;
+    ::close(fd);
+    ::unlink(path.c_str());
+    return -e;
+  }
+  *path_out = path;
+  return fd;
+}
+
+}  // namespace
+
+std::string HandleRequest(std::string_view request) {
+  std::lock_guard<std::mutex> lock(g_handle_mu);
+  if (g_session == nullptr) g_session = new std::unique_ptr<Session>();
+  std::string first, error;
+  Fields fields;
+  if (!DecodeMessage(request, &first, &fields, &error)) return Error("malformed request: " + error);
+  if (first.compare(0, kRequestMagic.size(), kRequestMagic) != 0) {
+    return Error("malformed request: it does not begin with '" + std::string(kRequestMagic) + "'");
+  }
+  const std::string verb = first.substr(kRequestMagic.size());
+  if (verb == "start") return Start(fields);
+  if (!fields.empty()) return Error(verb + ": unexpected '" + fields[0].first + "'");
+  if (verb == "stop") return Stop();
+  if (verb == "snapshot") return Snapshot();
+  if (verb == "status") return Status();
+  return Error("malformed request: unknown command '" + verb + "'");
+}
+
+int Bootstrap() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::string path;
+    const int fd = CreateSocket(&path);
+    if (fd < 0) {
+      g_bootstrap_result = fd;
+      return;
+    }
+    g_socket_path = new std::string(path);
+    std::atexit(UnlinkSocket);
+    session::StartMaskedThread("hush-control", [fd] { Serve(fd); }).detach();
+  });
+  return g_bootstrap_result;
+}
+
+}  // namespace hush::control
+
+extern "C" __attribute__((visibility("default"), used)) int hushtrace_control_bootstrap(void) {
+  return hush::control::Bootstrap();
+}

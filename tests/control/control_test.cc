@@ -1,0 +1,382 @@
+// Live control end to end: `hushtrace ps/start/stop/snapshot/status PID` against control_target,
+// permissions between users, malformed requests on the control socket.
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cli/cli_test_util.h"
+#include "control/control_test_util.h"
+#include "control/protocol.h"
+#include "control/server.h"
+#include "session/core.h"
+
+namespace hush::controltest {
+namespace {
+
+using clitest::RunCommand;
+using clitest::RunResult;
+
+RunResult Cli(const std::vector<std::string>& args, const std::vector<std::string>& prefix = {}) {
+  std::vector<std::string> argv = prefix;
+  argv.push_back(HUSHTRACE_CLI);
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunCommand(argv);
+}
+
+class TempDir {
+ public:
+  TempDir() : path_(clitest::MakeTempDir()) {}
+  ~TempDir() { clitest::RemoveTree(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+mode_t ModeOf(const std::string& path, uid_t* owner = nullptr) {
+  struct stat st{};
+  if (::lstat(path.c_str(), &st) != 0) return 0;
+  if (owner) *owner = st.st_uid;
+  return st.st_mode & 07777;
+}
+
+// Until `pid` (just forked, still this test's image) has exec'd a program named `name`.
+void WaitForExec(pid_t pid, const std::string& name) {
+  for (int i = 0; i < 5000; ++i) {
+    char target[4096];
+    const ssize_t n = ::readlink(("/proc/" + std::to_string(pid) + "/exe").c_str(), target, sizeof target - 1);
+    if (n > 0 && std::string(target, static_cast<std::size_t>(n)).ends_with("/" + name)) return;
+    ::usleep(1000);
+  }
+}
+
+void ExpectPrivateTrace(const std::string& trace, uid_t owner) {
+  uid_t uid = 0;
+  EXPECT_EQ(ModeOf(trace, &uid), 0700u) << trace;
+  EXPECT_EQ(uid, owner);
+  const std::vector<std::string> files = clitest::ListDir(trace);
+  EXPECT_FALSE(files.empty());
+  for (const std::string& f : files) {
+    EXPECT_EQ(ModeOf(trace + "/" + f, &uid), 0600u) << f;
+    EXPECT_EQ(uid, owner) << f;
+  }
+}
+
+TEST(ControlTest, StartStopWritesEveryCommittedEvent) {
+  Target t(CONTROL_TARGET);
+  ASSERT_TRUE(t.ok());
+  TempDir dir;
+  const std::string trace = dir.path() + "/trace";
+  const std::string pid = std::to_string(t.pid());
+  RunResult r = Cli({"start", pid, "-e", "ctl:tick", "-o", trace});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(t.Command("emit 1000"), "done");
+  r = Cli({"status", pid});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(StatusValue(r.out, "session"), "active");
+  EXPECT_EQ(StatusValue(r.out, "started-by"), "hushtrace");
+  EXPECT_EQ(StatusValue(r.out, "mode"), "stream");
+  EXPECT_EQ(StatusValue(r.out, "enabled"), "ctl:tick");  // ctl:other and ctl:clock are not
+  EXPECT_EQ(StatusValue(r.out, "buffers"), "1");
+  EXPECT_EQ(StatusValue(r.out, "output"), trace);
+  r = Cli({"stop", pid});
+  ASSERT_EQ(r.status, 0) << r.err;
+  // Every event committed before `stop` returned is on disk.
+  const TickSummary ticks = ReadTicks(trace);
+  EXPECT_EQ(ticks.error, "");
+  EXPECT_EQ(ticks.ticks, 1000u);
+  EXPECT_EQ(ticks.first, 0u);
+  EXPECT_EQ(ticks.last, 999u);
+  EXPECT_TRUE(ticks.consecutive);
+  ExpectPrivateTrace(trace, ::geteuid());
+  // Tracing is off again and the program carries on.
+  EXPECT_EQ(t.Command("emit 10"), "done");
+  r = Cli({"status", pid});
+  EXPECT_EQ(StatusValue(r.out, "session"), "none");
+  EXPECT_EQ(ReadTicks(trace).ticks, 1000u);
+}
+
+TEST(ControlTest, SecondSessionUsesTheOpenChannel) {
+  Target t(CONTROL_TARGET);
+  ASSERT_TRUE(t.ok());
+  TempDir dir;
+  const std::string pid = std::to_string(t.pid());
+  ASSERT_EQ(Cli({"start", pid, "-e", "ctl:*", "-o", dir.path() + "/a"}).status, 0);
+  EXPECT_EQ(t.Command("emit 5"), "done");
+  ASSERT_EQ(Cli({"stop", pid}).status, 0);
+  const RunResult ps = Cli({"ps"});
+  EXPECT_NE(clitest::LineContaining(ps.out, " " + pid + " ").find("open"), std::string::npos) << ps.out;
+  EXPECT_EQ(t.Command("emit 7"), "done");  // not traced
+  ASSERT_EQ(Cli({"start", pid, "-e", "ctl:tick", "-o", dir.path() + "/b"}).status, 0);
+  RunResult again = Cli({"start", pid, "-e", "ctl:tick", "-o", dir.path() + "/c"});
+  EXPECT_EQ(again.status, 1);
+  EXPECT_NE(again.err.find("already active"), std::string::npos) << again.err;
+  EXPECT_EQ(t.Command("emit 3"), "done");
+  ASSERT_EQ(Cli({"stop", pid}).status, 0);
+  const TickSummary a = ReadTicks(dir.path() + "/a"), b = ReadTicks(dir.path() + "/b");
+  EXPECT_EQ(a.ticks, 5u);
+  EXPECT_EQ(b.ticks, 3u);
+  EXPECT_EQ(b.first, 12u);
+  EXPECT_FALSE(clitest::PathExists(dir.path() + "/c"));
+}
+
+TEST(ControlTest, FlightSnapshotWritesTheLatestEvents) {
+  Target t(CONTROL_TARGET);
+  ASSERT_TRUE(t.ok());
+  TempDir dir;
+  const std::string pid = std::to_string(t.pid());
+  ASSERT_EQ(Cli({"start", pid, "-e", "ctl:tick", "-o", dir.path() + "/t", "--mode", "flight",
+                 "--buffer-size", "16k"}).status, 0);
+  EXPECT_EQ(t.Command("emit 100000"), "done");
+  RunResult r = Cli({"snapshot", pid, "-o", dir.path() + "/copy"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const TickSummary snap = ReadTicks(dir.path() + "/copy");
+  EXPECT_EQ(snap.error, "");
+  EXPECT_GT(snap.ticks, 0u);
+  EXPECT_LT(snap.ticks, 100000u);  // the ring kept only the latest
+  EXPECT_EQ(snap.last, 99999u);    // up to the last committed event
+  EXPECT_TRUE(snap.consecutive);
+  ExpectPrivateTrace(dir.path() + "/copy", ::geteuid());
+  r = Cli({"status", pid});
+  EXPECT_EQ(StatusValue(r.out, "mode"), "flight");
+  EXPECT_NE(StatusValue(r.out, "events-overwritten"), "0");
+  ASSERT_EQ(Cli({"stop", pid}).status, 0);
+}
+
+TEST(ControlTest, SnapshotOnEvent) {
+  Target t(CONTROL_TARGET);
+  ASSERT_TRUE(t.ok());
+  TempDir dir;
+  const std::string pid = std::to_string(t.pid());
+  const std::string trace = dir.path() + "/t";
+  RunResult r = Cli({"start", pid, "-e", "ctl:tick", "-o", trace, "--mode", "flight",
+                     "--snapshot-on", "ctl:other", "--snapshot-interval", "3600000"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(t.Command("emit 300"), "done");  // ends with ctl:other, the trigger
+  TickSummary ticks;
+  for (int i = 0; i < 6000 && (ticks = ReadTicks(trace)).ticks < 300; ++i) ::usleep(10000);
+  EXPECT_EQ(ticks.ticks, 300u);  // written without any snapshot request
+  EXPECT_TRUE(ticks.consecutive);
+  r = Cli({"status", pid});
+  EXPECT_EQ(StatusValue(r.out, "snapshots-triggered"), "1") << r.out;
+  EXPECT_EQ(Cli({"start", pid, "--snapshot-on", "x:y", "-o", dir.path() + "/u"}).status, 1);
+  ASSERT_EQ(Cli({"stop", pid}).status, 0);
+  RunResult bad = Cli({"start", pid, "-o", dir.path() + "/v", "--snapshot-on", "ctl:other"});
+  EXPECT_EQ(bad.status, 1);  // stream mode
+  EXPECT_NE(bad.err.find("flight"), std::string::npos) << bad.err;
+}
+
+TEST(ControlTest, FieldFilter) {
+  Target t(CONTROL_TARGET);
+  ASSERT_TRUE(t.ok());
+  TempDir dir;
+  const std::string pid = std::to_string(t.pid());
+  RunResult r = Cli({"start", pid, "-e", "ctl:*", "-o", dir.path() + "/bad", "--filter", "seq >= && seq"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("column 8: expected a number, a field name or '(' instead of '&'\n"
+                       "  seq >= && seq\n         ^"), std::string::npos) << r.err;
+  r = Cli({"start", pid, "-e", "ctl:*", "-o", dir.path() + "/t", "--filter", "seq >= 10 && seq < 20"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(t.Command("emit 100"), "done");
+  r = Cli({"status", pid});
+  EXPECT_EQ(StatusValue(r.out, "events-filtered-out"), "91");  // 90 ticks and ctl:other
+  ASSERT_EQ(Cli({"stop", pid}).status, 0);
+  const TickSummary ticks = ReadTicks(dir.path() + "/t");
+  EXPECT_EQ(ticks.ticks, 10u);
+  EXPECT_EQ(ticks.first, 10u);
+  EXPECT_EQ(ticks.last, 19u);
+}
+
+TEST(ControlTest, StaticRuntime) {
+  Target t(CONTROL_TARGET_STATIC);
+  ASSERT_TRUE(t.ok());
+  TempDir dir;
+  const std::string pid = std::to_string(t.pid());
+  RunResult r = Cli({"start", pid, "-e", "ctl:tick", "-o", dir.path() + "/t"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(t.Command("emit 20"), "done");
+  ASSERT_EQ(Cli({"stop", pid}).status, 0);
+  EXPECT_EQ(ReadTicks(dir.path() + "/t").ticks, 20u);
+}
+
+TEST(ControlTest, PsListsOnlyProcessesWithTheRuntime) {
+  Target t(CONTROL_TARGET);
+  ASSERT_TRUE(t.ok());
+  const RunResult r = Cli({"ps"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string line = clitest::LineContaining(r.out, " " + std::to_string(t.pid()) + " ");
+  EXPECT_NE(line.find("control_target"), std::string::npos) << r.out;
+  EXPECT_NE(line.find(" - "), std::string::npos) << line;  // never attached: no channel
+  TempDir dir;
+  const pid_t sleeper = clitest::Spawn({"sleep", "60"}, dir.path() + "/out", dir.path() + "/err");
+  ASSERT_GT(sleeper, 0);
+  WaitForExec(sleeper, "sleep");
+  const RunResult again = Cli({"ps"});
+  EXPECT_EQ(clitest::LineContaining(again.out, " " + std::to_string(sleeper) + " "), "");
+  ::kill(sleeper, SIGKILL);
+  clitest::Wait(sleeper, 10);
+}
+
+TEST(ControlTest, ProcessWithoutTheRuntimeIsRefused) {
+  TempDir dir;
+  const pid_t sleeper = clitest::Spawn({"sleep", "60"}, dir.path() + "/out", dir.path() + "/err");
+  ASSERT_GT(sleeper, 0);
+  WaitForExec(sleeper, "sleep");
+  const RunResult r = Cli({"start", std::to_string(sleeper), "-e", "*", "-o", dir.path() + "/t"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("does not have the hushtrace runtime loaded"), std::string::npos) << r.err;
+  EXPECT_EQ(::kill(sleeper, 0), 0);
+  ::kill(sleeper, SIGKILL);
+  clitest::Wait(sleeper, 10);
+}
+
+TEST(ControlTest, BadArguments) {
+  EXPECT_EQ(Cli({"start"}).status, 2);
+  EXPECT_EQ(Cli({"start", "12x"}).status, 2);
+  EXPECT_EQ(Cli({"start", "1", "--mode", "fast"}).status, 2);
+  EXPECT_EQ(Cli({"stop", "1", "extra"}).status, 2);
+  EXPECT_EQ(Cli({"status", "999999999"}).status, 1);
+}
+
+// The traced program runs as 65534; root may control it, user 65533 may not, before or after the
+// control channel exists, and the trace belongs to 65534 with private modes.
+TEST(ControlTest, AnotherUserIsRefused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run processes as other users";
+  const std::vector<std::string> as_owner = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"};
+  const std::vector<std::string> as_other = {"setpriv", "--reuid=65533", "--regid=65533", "--clear-groups"};
+  if (Cli({"--version"}, as_other).status != 0) {
+    GTEST_SKIP() << "user 65533 cannot run the CLI from the build tree (directory permissions)";
+  }
+  Target t(CONTROL_TARGET, as_owner);
+  if (!t.ok()) GTEST_SKIP() << "user 65534 cannot run control_target from the build tree";
+  TempDir dir;
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);
+  const std::string parent = dir.path() + "/owner";
+  ASSERT_EQ(::mkdir(parent.c_str(), 0700), 0);
+  ASSERT_EQ(::chown(parent.c_str(), 65534, 65534), 0);
+  const std::string pid = std::to_string(t.pid());
+
+  // Before the channel exists: ptrace is refused.
+  RunResult r = Cli({"start", pid, "-e", "*", "-o", dir.path() + "/x"}, as_other);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("ermission denied"), std::string::npos) << r.err;
+
+  r = Cli({"start", pid, "-e", "ctl:tick", "-o", parent + "/trace"});  // root
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(t.Command("emit 50"), "done");
+  uid_t owner = 0;
+  EXPECT_EQ(ModeOf(control::SocketDirectory(65534), &owner), 0700u);
+  EXPECT_EQ(owner, 65534u);
+  EXPECT_EQ(ModeOf(control::SocketPath(65534, t.pid())) & 0777, 0600u);
+
+  // After: the socket is out of reach, and nothing changed.
+  for (const char* verb : {"stop", "snapshot", "status"}) {
+    r = Cli({verb, pid}, as_other);
+    EXPECT_EQ(r.status, 1) << verb;
+    EXPECT_NE(r.err.find("ermission denied"), std::string::npos) << verb << ": " << r.err;
+  }
+  r = Cli({"status", pid});
+  EXPECT_EQ(StatusValue(r.out, "session"), "active") << r.err;
+  ASSERT_EQ(Cli({"stop", pid}).status, 0);
+  EXPECT_EQ(ReadTicks(parent + "/trace").ticks, 50u);
+  ExpectPrivateTrace(parent + "/trace", 65534);
+}
+
+std::string RawRequest(pid_t pid, const std::string& bytes) {
+  const std::string path = control::SocketPath(::geteuid(), pid);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return "connect failed";
+  }
+  ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  std::string reply(control::kMaxMessage, '\0');
+  const ssize_t n = ::recv(fd, reply.data(), reply.size(), 0);
+  ::close(fd);
+  reply.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  return reply;
+}
+
+const std::vector<std::string>& Garbage() {
+  static const std::vector<std::string> g = {
+      std::string("\x00\x01\x02\xff", 4),
+      "hello\n",
+      "hushtrace-control 1 start",  // no newline
+      "hushtrace-control 1 launch\n",
+      "hushtrace-control 2 status\n",
+      "hushtrace-control 1 start\nevent *\n",  // no output
+      "hushtrace-control 1 start\nevent *\noutput relative/dir\n",
+      "hushtrace-control 1 start\nevent *\noutput /tmp/x\nmode warp\n",
+      "hushtrace-control 1 start\nevent *\noutput /tmp/x\nbuffer-size lots\n",
+      "hushtrace-control 1 start\nevent *\noutput /tmp/x\n\n",
+      "hushtrace-control 1 start\nEVENT *\noutput /tmp/x\n",
+      "hushtrace-control 1 start\nevent\toops\n",
+      "hushtrace-control 1 stop\nforce yes\n",
+      "hushtrace-control 1 status\nevent \x7f\n",
+      std::string(control::kMaxMessage + 100, 'a'),
+  };
+  return g;
+}
+
+TEST(ControlTest, MalformedRequestsGetAnErrorAndChangeNothing) {
+  // HUSHTRACE_CONTROL=1: the channel is open from the start (no ptrace).
+  Target t(CONTROL_TARGET, {}, {"HUSHTRACE_CONTROL=1"});
+  ASSERT_TRUE(t.ok());
+  const std::string pid = std::to_string(t.pid());
+  EXPECT_NE(clitest::LineContaining(Cli({"ps"}).out, " " + pid + " ").find("open"), std::string::npos);
+  for (const std::string& g : Garbage()) {
+    EXPECT_EQ(RawRequest(t.pid(), g).rfind("error ", 0), 0u) << g.substr(0, 80);
+  }
+  EXPECT_EQ(RawRequest(t.pid(), "hushtrace-control 1 stop\n").rfind("error no active session\n", 0), 0u);
+  // A client that connects and sends nothing does not wedge the server.
+  const std::string path = control::SocketPath(::geteuid(), t.pid());
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  const int idle = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  ASSERT_EQ(::connect(idle, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  RunResult r = Cli({"status", pid});
+  ::close(idle);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(StatusValue(r.out, "session"), "none");
+  EXPECT_FALSE(clitest::PathExists("/tmp/x"));
+  // Still serving valid requests.
+  TempDir dir;
+  ASSERT_EQ(Cli({"start", pid, "-e", "ctl:tick", "-o", dir.path() + "/t"}).status, 0);
+  EXPECT_EQ(t.Command("emit 4"), "done");
+  ASSERT_EQ(Cli({"stop", pid}).status, 0);
+  EXPECT_EQ(ReadTicks(dir.path() + "/t").ticks, 4u);
+}
+
+TEST(ControlProtocolTest, HandleRequestRefusesGarbageInProcess) {
+  for (const std::string& g : Garbage()) {
+    EXPECT_EQ(control::HandleRequest(g).rfind("error ", 0), 0u) << g.substr(0, 80);
+    EXPECT_EQ(session::Core::Active(), nullptr);
+  }
+  EXPECT_EQ(control::HandleRequest("hushtrace-control 1 status\n"), "ok\nsession none\n");
+}
+
+TEST(ControlProtocolTest, DecodeReportsTheLine) {
+  std::string first, error;
+  control::Fields fields;
+  EXPECT_FALSE(control::DecodeMessage("a\nkey value\nbad\n", &first, &fields, &error));
+  EXPECT_EQ(error, "line 3: expected '<key> <value>'");
+  ASSERT_TRUE(control::DecodeMessage("a b\nkey some value\n", &first, &fields, &error));
+  EXPECT_EQ(first, "a b");
+  ASSERT_EQ(fields.size(), 1u);
+  EXPECT_EQ(fields[0].second, "some value");
+}
+
+}  // namespace
+}  // namespace hush::controltest

@@ -1,0 +1,364 @@
+// FindBootstrap and CallInProcess (inject.h): a gdb-style function call through ptrace.
+//
+// The call is made only on a thread that is blocked in one of a few system calls (kSafeCalls):
+// sleeps, poll/select/epoll, waits, and read/accept/recv on a pipe, socket or terminal. The C
+// library takes none of these while it holds one of its internal locks (malloc arenas, the stack
+// cache, the dynamic loader's), so the injected function may allocate and create a thread
+// without deadlocking on a lock its own thread holds. A thread computing, or in any other system
+// call, is never interrupted for the call. The steps (x86-64):
+//
+//   1. find a thread whose /proc/PID/task/TID/syscall shows a safe call;
+//   2. PTRACE_SEIZE + PTRACE_INTERRUPT it; at the stop, check that the function is still at that
+//      address (the process may have exec'd meanwhile) and that the thread really was blocked:
+//      orig_rax is that call and rax a restart code (-ERESTART*), or -EINTR for the calls the
+//      kernel does not restart (epoll_wait, rt_sigtimedwait): else detach and go back to 1;
+//   3. save the general and extended (XSAVE) registers; set rip = fn, rsp below the red zone,
+//      16-byte aligned, with a return address of 0; orig_rax = -1 so that the kernel does not
+//      restart the interrupted call into our function;
+//   4. continue; signals that arrive meanwhile are delivered; the function's `ret` to 0 faults:
+//      the SIGSEGV stop with rip == 0 ends the call (the signal is never delivered);
+//   5. restore the registers and detach: the kernel restarts the interrupted system call, as
+//      after any ptrace stop (epoll_wait and rt_sigtimedwait return EINTR, as under strace).
+#include "inject.h"
+
+#include <dirent.h>
+#include <elf.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <vector>
+
+#include "elf/elf_file.h"
+
+namespace hush::cli {
+namespace {
+
+constexpr char kBootstrapSymbol[] = "hushtrace_control_bootstrap";
+constexpr long kERestartSys = 512, kERestartNoIntr = 513, kERestartNoHand = 514,
+               kERestartBlock = 516;
+
+struct SafeCall {
+  long nr;
+  bool needs_fd_check;  // read/recv/accept: only on a pipe, socket or terminal
+  bool eintr;           // the kernel returns EINTR instead of restarting it
+};
+constexpr SafeCall kSafeCalls[] = {
+    {SYS_read, true, false},          {SYS_poll, false, false},
+    {SYS_select, false, false},       {SYS_pause, false, false},
+    {SYS_nanosleep, false, false},    {SYS_clock_nanosleep, false, false},
+    {SYS_accept, true, false},        {SYS_accept4, true, false},
+    {SYS_recvfrom, true, false},      {SYS_recvmsg, true, false},
+    {SYS_wait4, false, false},        {SYS_waitid, false, false},
+    {SYS_rt_sigsuspend, false, false}, {SYS_rt_sigtimedwait, false, true},
+    {SYS_pselect6, false, false},     {SYS_ppoll, false, false},
+    {SYS_epoll_wait, false, true},    {SYS_epoll_pwait, false, true},
+#ifdef SYS_epoll_pwait2
+    {SYS_epoll_pwait2, false, true},
+#endif
+};
+
+const SafeCall* FindSafe(long nr) {
+  for (const SafeCall& c : kSafeCalls) {
+    if (c.nr == nr) return &c;
+  }
+  return nullptr;
+}
+
+std::string ReadSmall(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool FdIsStream(pid_t pid, unsigned long fd) {
+  char target[256];
+  const std::string link = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
+  const ssize_t n = ::readlink(link.c_str(), target, sizeof target - 1);
+  if (n <= 0) return false;
+  const std::string t(target, static_cast<std::size_t>(n));
+  return t.rfind("pipe:", 0) == 0 || t.rfind("socket:", 0) == 0 || t.rfind("/dev/pts/", 0) == 0 ||
+         t.rfind("/dev/tty", 0) == 0;
+}
+
+// A thread of `pid` blocked in a safe call, 0 if none now, -1 if /proc refuses (permission).
+pid_t FindBlockedThread(pid_t pid, std::string* error) {
+  const std::string task_dir = "/proc/" + std::to_string(pid) + "/task";
+  DIR* dir = ::opendir(task_dir.c_str());
+  if (dir == nullptr) {
+    *error = "cannot list the threads of process " + std::to_string(pid) + ": " + std::strerror(errno);
+    return -1;
+  }
+  pid_t found = 0;
+  while (const dirent* e = ::readdir(dir)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    const std::string path = task_dir + "/" + e->d_name + "/syscall";
+    FILE* f = std::fopen(path.c_str(), "r");
+    if (f == nullptr) {
+      if (errno == EACCES || errno == EPERM) {
+        *error = "permission denied: cannot inspect process " + std::to_string(pid) +
+                 " (only its user and root may control it)";
+        found = -1;
+        break;
+      }
+      continue;
+    }
+    long nr = -1;
+    unsigned long arg0 = 0;
+    const int got = std::fscanf(f, "%ld %lx", &nr, &arg0);
+    std::fclose(f);
+    const SafeCall* call = got == 2 ? FindSafe(nr) : nullptr;
+    if (call == nullptr || (call->needs_fd_check && !FdIsStream(pid, arg0))) continue;
+    found = static_cast<pid_t>(std::atol(e->d_name));
+    break;
+  }
+  ::closedir(dir);
+  return found;
+}
+
+long NowMs() {
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+// Waits for a stop of `tid` (a thread we trace, not our child: __WALL).
+bool WaitStop(pid_t tid, int* status, std::string* error) {
+  for (;;) {
+    const pid_t r = ::waitpid(tid, status, __WALL);
+    if (r == tid) break;
+    if (r < 0 && errno == EINTR) continue;
+    *error = std::string("waitpid: ") + std::strerror(errno);
+    return false;
+  }
+  if (!WIFSTOPPED(*status)) {
+    *error = "the process exited";
+    return false;
+  }
+  return true;
+}
+
+struct Registers {
+  user_regs_struct regs{};
+  std::vector<unsigned char> xstate = std::vector<unsigned char>(16384);
+  std::size_t xstate_len = 0;
+
+  bool Save(pid_t tid) {
+    if (::ptrace(PTRACE_GETREGS, tid, nullptr, &regs) != 0) return false;
+    iovec iov{xstate.data(), xstate.size()};
+    xstate_len = ::ptrace(PTRACE_GETREGSET, tid, NT_X86_XSTATE, &iov) == 0 ? iov.iov_len : 0;
+    return true;
+  }
+  bool Restore(pid_t tid) {
+    if (xstate_len != 0) {
+      iovec iov{xstate.data(), xstate_len};
+      ::ptrace(PTRACE_SETREGSET, tid, NT_X86_XSTATE, &iov);
+    }
+    return ::ptrace(PTRACE_SETREGS, tid, nullptr, &regs) == 0;
+  }
+};
+
+// Step 2: stops `tid` and checks it sits in a safe call. False: detached, try another time.
+bool StopInSafeCall(pid_t tid, Registers* saved, bool* fatal, std::string* error) {
+  if (::ptrace(PTRACE_SEIZE, tid, nullptr, nullptr) != 0) {
+    *fatal = errno != ESRCH;  // ESRCH: the thread just exited
+    *error = std::string("cannot attach with ptrace: ") + std::strerror(errno) +
+             (errno == EPERM ? " (only the process's user and root may control it; with "
+                               "ptrace restricted, start the program with HUSHTRACE_CONTROL=1)"
+                             : "");
+    return false;
+  }
+  int status = 0;
+  for (int tries = 0;; ++tries) {
+    ::ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr);
+    if (!WaitStop(tid, &status, error)) {
+      *fatal = true;
+      return false;
+    }
+    if ((status >> 16) == PTRACE_EVENT_STOP) break;
+    // A signal-delivery stop came first: deliver it and interrupt again.
+    if (tries == 8 || ::ptrace(PTRACE_CONT, tid, nullptr, WSTOPSIG(status)) != 0) {
+      ::ptrace(PTRACE_DETACH, tid, nullptr, nullptr);
+      return false;
+    }
+  }
+  if (!saved->Save(tid)) {
+    ::ptrace(PTRACE_DETACH, tid, nullptr, nullptr);
+    return false;
+  }
+  const long nr = static_cast<long>(saved->regs.orig_rax);
+  const long rax = static_cast<long>(saved->regs.rax);
+  const SafeCall* call = FindSafe(nr);
+  const bool blocked = call != nullptr && (rax == -kERestartSys || rax == -kERestartNoIntr ||
+                                           rax == -kERestartNoHand || rax == -kERestartBlock ||
+                                           (call->eintr && rax == -EINTR));
+  if (!blocked) {
+    ::ptrace(PTRACE_DETACH, tid, nullptr, nullptr);
+    return false;
+  }
+  return true;
+}
+
+// Steps 3-5.
+bool CallStopped(pid_t tid, const Registers& saved, std::uint64_t fn, int* result,
+                 std::string* error) {
+  user_regs_struct call = saved.regs;
+  call.rsp = ((saved.regs.rsp - 1024) & ~std::uint64_t{15}) - 8;  // below the 128-byte red zone
+  call.rip = fn;
+  call.rax = 0;
+  call.orig_rax = static_cast<unsigned long long>(-1);
+  bool ok = ::ptrace(PTRACE_POKEDATA, tid, call.rsp, 0) == 0 &&
+            ::ptrace(PTRACE_SETREGS, tid, nullptr, &call) == 0 &&
+            ::ptrace(PTRACE_CONT, tid, nullptr, 0) == 0;
+  if (!ok) *error = std::string("ptrace: ") + std::strerror(errno);
+  int status = 0;
+  while (ok) {
+    if (!WaitStop(tid, &status, error)) return false;  // the process is gone
+    const int sig = WSTOPSIG(status);
+    if ((status >> 16) != 0) {  // group stop or interrupt: keep going
+      ok = ::ptrace(PTRACE_CONT, tid, nullptr, 0) == 0;
+      continue;
+    }
+    if (sig == SIGSEGV) {
+      user_regs_struct now{};
+      ::ptrace(PTRACE_GETREGS, tid, nullptr, &now);
+      if (now.rip == 0) {
+        *result = static_cast<int>(now.rax);
+        break;
+      }
+      *error = "the control bootstrap crashed in the process (SIGSEGV); the thread was restored";
+      ok = false;
+      break;
+    }
+    ok = ::ptrace(PTRACE_CONT, tid, nullptr, sig) == 0;  // the application's signal
+  }
+  const bool restored = const_cast<Registers&>(saved).Restore(tid);
+  ::ptrace(PTRACE_DETACH, tid, nullptr, nullptr);
+  if (ok && !restored) *error = "cannot restore the thread's registers";
+  return ok && restored;
+}
+
+// Symbol value (link-time address) of `name` in .dynsym or .symtab of `file`.
+bool FindSymbolValue(const elf::ElfFile& file, const char* name, std::uint64_t* value) {
+  const auto& sections = file.sections();
+  for (std::uint32_t type : {SHT_DYNSYM, SHT_SYMTAB}) {
+    for (const auto& s : sections) {
+      if (s.header.sh_type != type || s.header.sh_link >= sections.size()) continue;
+      const auto& strtab = sections[s.header.sh_link].header;
+      const std::uint64_t count = s.header.sh_size / sizeof(Elf64_Sym);
+      const std::size_t want = std::strlen(name) + 1;
+      std::vector<char> buf(want);
+      for (std::uint64_t i = 1; i < count && i < (1u << 22); ++i) {
+        Elf64_Sym sym;
+        if (!file.Read(s.header.sh_offset + i * sizeof sym, sizeof sym, &sym)) break;
+        if (ELF64_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_value == 0 ||
+            sym.st_name + want > strtab.sh_size ||
+            !file.Read(strtab.sh_offset + sym.st_name, want, buf.data()) ||
+            std::memcmp(buf.data(), name, want) != 0) {
+          continue;
+        }
+        *value = sym.st_value;
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+std::uint64_t FindBootstrap(pid_t pid, std::string* error) {
+  const std::string maps_path = "/proc/" + std::to_string(pid) + "/maps";
+  if (::access(maps_path.c_str(), R_OK) != 0) {
+    *error = errno == EACCES || errno == EPERM
+                 ? "permission denied: process " + std::to_string(pid) +
+                       " belongs to another user (only its user and root may control it)"
+                 : "no process " + std::to_string(pid);
+    return 0;
+  }
+  const std::string maps = ReadSmall(maps_path);
+  char exe[4096];
+  const ssize_t n = ::readlink(("/proc/" + std::to_string(pid) + "/exe").c_str(), exe, sizeof exe - 1);
+  const std::string exe_path = n > 0 ? std::string(exe, static_cast<std::size_t>(n)) : "";
+  // Candidate files: libhushtrace.so (shared runtime) and the executable (static runtime). The
+  // mapping at file offset 0 gives the load base (ET_DYN); ET_EXEC loads at its link addresses.
+  std::istringstream lines(maps);
+  std::string line;
+  std::vector<std::string> tried;
+  while (std::getline(lines, line)) {
+    unsigned long start = 0, end = 0, offset = 0;
+    char perms[8] = {};
+    int path_at = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx %7s %lx %*s %*s %n", &start, &end, perms, &offset,
+                    &path_at) < 4 ||
+        path_at == 0 || offset != 0) {
+      continue;
+    }
+    const std::string path = line.substr(static_cast<std::size_t>(path_at));
+    const bool runtime = path.find("/libhushtrace.so") != std::string::npos;
+    if (!runtime && path != exe_path) continue;
+    if (std::find(tried.begin(), tried.end(), path) != tried.end()) continue;
+    tried.push_back(path);
+    std::string elf_error;
+    std::unique_ptr<elf::ElfFile> file = elf::ElfFile::Open(path, &elf_error);
+    std::uint64_t value = 0;
+    if (!file || !FindSymbolValue(*file, kBootstrapSymbol, &value)) continue;
+    std::uint64_t base = 0;
+    if (file->type() == ET_DYN) {
+      std::uint64_t first_vaddr = ~std::uint64_t{0};
+      for (const auto& ph : file->segments()) {
+        if (ph.p_type == PT_LOAD) first_vaddr = std::min<std::uint64_t>(first_vaddr, ph.p_vaddr & ~0xfffULL);
+      }
+      base = start - (first_vaddr == ~std::uint64_t{0} ? 0 : first_vaddr);
+    }
+    return base + value;
+  }
+  *error = "process " + std::to_string(pid) + " does not have the hushtrace runtime loaded";
+  return 0;
+}
+
+bool CallInProcess(pid_t pid, std::uint64_t fn, int timeout_ms, int* result, std::string* error) {
+  const long deadline = NowMs() + timeout_ms;
+  do {
+    const pid_t tid = FindBlockedThread(pid, error);
+    if (tid < 0) return false;
+    if (tid > 0) {
+      Registers saved;
+      bool fatal = false;
+      if (StopInSafeCall(tid, &saved, &fatal, error)) {
+        // The address was found before the stop: the process may have exec'd since (a child
+        // between fork and exec still shows its parent's image). With this thread stopped the
+        // image can no longer change (an exec by another thread would kill it): look again.
+        std::string again;
+        if (FindBootstrap(pid, &again) != fn) {
+          ::ptrace(PTRACE_DETACH, tid, nullptr, nullptr);
+          *error = again.empty() ? "process " + std::to_string(pid) + " changed (exec) while attaching; retry"
+                                 : again;
+          return false;
+        }
+        return CallStopped(tid, saved, fn, result, error);
+      }
+      if (fatal) return false;
+    }
+    ::usleep(1000);
+  } while (NowMs() < deadline);
+  *error = "no thread of process " + std::to_string(pid) +
+           " was waiting in a system call where the control channel can be opened safely (sleep, "
+           "poll, epoll, read on a pipe or socket...); retry, or start the program with "
+           "HUSHTRACE_CONTROL=1";
+  return false;
+}
+
+}  // namespace hush::cli

@@ -1,0 +1,31 @@
+// Finding the hushtrace runtime in another process and calling its control bootstrap there.
+//
+// A process that links libhushtrace has no control thread, socket or signal handler until the
+// first `hushtrace start|stop|snapshot|status PID`: the CLI makes one of its threads call
+// hushtrace_control_bootstrap() (src/control/server.h) through ptrace, then talks to the socket
+// that call opened. See inject.cc for the protocol and why the call is made only at a point
+// where the thread holds no lock of the C library.
+#ifndef HUSHTRACE_TOOLS_HUSHTRACE_INJECT_H_
+#define HUSHTRACE_TOOLS_HUSHTRACE_INJECT_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+namespace hush::cli {
+
+// The run-time address of hushtrace_control_bootstrap in process `pid` (from /proc/PID/maps and
+// the ELF symbol tables of libhushtrace.so or of the executable, for a static link), or 0 with
+// *error set when the process does not have the runtime loaded.
+std::uint64_t FindBootstrap(pid_t pid, std::string* error);
+
+// Calls the function at `fn` (no arguments, returns int) on a thread of `pid` that is blocked in
+// a system call where the C library holds no lock, waiting up to `timeout_ms` for one. Restores
+// the thread's registers and lets its system call resume. Returns false with *error on failure;
+// *result gets the function's return value.
+bool CallInProcess(pid_t pid, std::uint64_t fn, int timeout_ms, int* result, std::string* error);
+
+}  // namespace hush::cli
+
+#endif  // HUSHTRACE_TOOLS_HUSHTRACE_INJECT_H_
