@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Seed corpora for the fuzz targets, made from real traces recorded by the test programs of a
-# normal build: fuzz/make_corpus.sh BUILD_DIR OUT_DIR. Writes OUT_DIR/{metadata,trace,recover,cli,filter}.
+# normal build: fuzz/make_corpus.sh BUILD_DIR OUT_DIR. Writes one directory per target in OUT_DIR.
 set -euo pipefail
 build=$(realpath "$1")
 out=$2
@@ -13,7 +13,7 @@ for f in "$child" "$victim" "$hush"; do
 done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$out"/{metadata,trace,recover,cli,filter}
+mkdir -p "$out"/{metadata,trace,recover,cli,filter,session_filter,control_message}
 
 # Clean traces: stream and flight mode, one and two threads, plus the demo's spans and counters.
 record() {  # NAME ENV... -- ARGS...
@@ -72,4 +72,11 @@ printf '\x05t\x00--event\x00child:seq\x00--field\x00seq' > "$out/cli/hist"
 printf '%s' 'seq > 3 && thread != 0' > "$out/filter/compare"
 printf '%s' '!(x == 1) || ($name ~ "child:*" && $tid >= 0x10)' > "$out/filter/nested"
 printf '%s' 'f <= -2.5e3 || s == "a\"b" || level == kHigh || b == true' > "$out/filter/literals"
+# Session filters (--filter): expression, then a payload of the fuzz target's fixed layout
+# (i8 a, u16 b, i32 c, u64 d, f32 e, f64 f, str s, u8 x, bytes y, i64 z).
+printf '%s' "a > 3 && (b != 7 || c <= -2) && !(z == 0x10)${sep}" > "$out/session_filter/ints"
+printf 'e >= 1.5 || f < -2e10 || x == 1\n--8<--\n\x01\x02\x00\x03\x00\x00\x00' > "$out/session_filter/floats"
+# Control requests (src/control/protocol.h).
+printf 'start\nevents app:*\nmode flight\nbuffer-size 1M\noutput /tmp/t\n' > "$out/control_message/start"
+printf 'status\n' > "$out/control_message/status"
 ls "$out"/* | wc -l | xargs echo "make_corpus: seeds:"
