@@ -424,6 +424,22 @@ TEST(Recover, ReadingCommandsRecoverADeadWritersTraceFirst) {
   EXPECT_EQ(report.err.find("recovered"), std::string::npos) << "recovered once only";
 }
 
+TEST(Recover, ReadingCommandsRemoveAnEmptyRingDirectorySilently) {
+  // A followed fork child can leave its parent's .ring/ empty behind: nothing to recover, and
+  // nothing to say about it.
+  VictimSpec spec;
+  spec.crash = "return";
+  spec.events = 100;
+  TraceDir dir("empty-ring-dir");
+  const Result victim = rectest::RunVictim(spec, dir.path());
+  ASSERT_TRUE(victim.exited && victim.code == 0) << victim.Describe();
+  ASSERT_EQ(::mkdir((dir.path() + "/.ring").c_str(), 0700), 0);
+  const Result dump = rectest::Run({rectest::CliPath(), "dump", dir.path()});
+  EXPECT_TRUE(dump.exited && dump.code == 0) << dump.Describe();
+  EXPECT_EQ(dump.err, "") << dump.Describe();
+  EXPECT_FALSE(rectest::Exists(dir.path() + "/.ring"));
+}
+
 TEST(Recover, ReadingCommandsReadALiveTraceAsItIs) {
   VictimSpec spec;
   spec.crash = "wait";

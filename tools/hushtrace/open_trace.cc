@@ -24,7 +24,7 @@ std::unique_ptr<reader::Trace> OpenTraceRecovering(const std::string& dir, const
                    command, dir.c_str(),
                    !report.error.empty() ? report.error.c_str() : "a ring could not be recovered",
                    dir.c_str());
-    } else if (!report.clean) {
+    } else if (!report.clean && !report.rings.empty()) {  // an empty .ring/ is removed silently
       std::fprintf(stderr,
                    "%s: %s: its writer died; recovered %llu events from %llu of %zu ring buffers "
                    "('hushtrace recover' explains what recovery does)\n",
