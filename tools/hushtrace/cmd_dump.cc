@@ -20,6 +20,7 @@
 #include "export/timeline.h"
 #include "filter_expr.h"
 #include "hushtrace/reader.h"
+#include "arg_cursor.h"
 #include "open_trace.h"
 #include "progress.h"
 
@@ -188,46 +189,31 @@ int RunDump(int argc, char** argv) {
   std::int64_t since = INT64_MIN, until = INT64_MAX;
   bool absolute = false;
   std::unique_ptr<FilterExpr> filter;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    std::string value;
-    bool has_value = false;
-    if (arg.rfind("--", 0) == 0 && arg.find('=') != std::string::npos) {
-      value = arg.substr(arg.find('=') + 1);
-      arg = arg.substr(0, arg.find('='));
-      has_value = true;
-    }
-    auto take = [&](std::string* out) {
-      if (has_value) {
-        *out = value;
-        return true;
-      }
-      if (i + 1 >= argc) return false;
-      *out = argv[++i];
-      return true;
-    };
+  ArgCursor args(argc, argv);
+  while (args.Next()) {
+    const std::string& arg = args.arg();
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
       return 0;
     } else if (arg == "-e" || arg == "--event") {
       std::string g;
-      if (!take(&g) || g.empty()) return BadArgs(arg + " needs a GLOB");
+      if (!args.TakeValue(&g) || g.empty()) return BadArgs(arg + " needs a GLOB");
       globs.push_back(g);
     } else if (arg == "--since" || arg == "--until") {
       std::string t;
       std::int64_t ns;
-      if (!take(&t) || !ParseTime(t, &ns)) return BadArgs(arg + " needs a time such as 1.5, 250ms, 40us");
+      if (!args.TakeValue(&t) || !ParseTime(t, &ns)) return BadArgs(arg + " needs a time such as 1.5, 250ms, 40us");
       (arg == "--since" ? since : until) = ns;
     } else if (arg == "--filter") {
       std::string text, error;
-      if (!take(&text) || text.empty()) return BadArgs("--filter needs an expression");
+      if (!args.TakeValue(&text) || text.empty()) return BadArgs("--filter needs an expression");
       if (filter) return BadArgs("--filter given twice (combine with && instead)");
       filter = FilterExpr::Parse(text, &error);
       if (!filter) return BadArgs(error);
-    } else if (arg == "--absolute" && !has_value) {
+    } else if (arg == "--absolute" && !args.has_inline_value()) {
       absolute = true;
     } else if (arg.size() > 1 && arg[0] == '-') {
-      return BadArgs("unknown option '" + std::string(argv[i]) + "'");
+      return BadArgs("unknown option '" + std::string(args.raw()) + "'");
     } else if (dir.empty()) {
       dir = arg;
     } else {

@@ -11,6 +11,7 @@
 #include "export/symbol_resolver.h"
 #include "export/timeline.h"
 #include "hushtrace/reader.h"
+#include "arg_cursor.h"
 #include "open_trace.h"
 #include "progress.h"
 
@@ -43,37 +44,21 @@ int BadArgs(const std::string& message) {
 
 int RunExport(int argc, char** argv) {
   std::string dir, format, output;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    std::string value;
-    bool has_value = false;
-    if (arg.rfind("--", 0) == 0 && arg.find('=') != std::string::npos) {
-      value = arg.substr(arg.find('=') + 1);
-      arg = arg.substr(0, arg.find('='));
-      has_value = true;
-    }
-    auto take = [&](std::string* out) {
-      if (has_value) {
-        *out = value;
-      } else if (i + 1 < argc) {
-        *out = argv[++i];
-      } else {
-        return false;
-      }
-      return !out->empty();
-    };
+  ArgCursor args(argc, argv);
+  while (args.Next()) {
+    const std::string& arg = args.arg();
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
       return 0;
     } else if (arg == "-f" || arg == "--format") {
-      if (!take(&format)) return BadArgs(arg + " needs perfetto or chrome");
+      if (!args.TakeNonEmpty(&format)) return BadArgs(arg + " needs perfetto or chrome");
       if (format != "perfetto" && format != "chrome") {
         return BadArgs("unknown format '" + format + "' (perfetto or chrome)");
       }
     } else if (arg == "-o" || arg == "--output") {
-      if (!take(&output)) return BadArgs(arg + " needs a FILE");
+      if (!args.TakeNonEmpty(&output)) return BadArgs(arg + " needs a FILE");
     } else if (arg.size() > 1 && arg[0] == '-') {
-      return BadArgs("unknown option '" + std::string(argv[i]) + "'");
+      return BadArgs("unknown option '" + std::string(args.raw()) + "'");
     } else if (dir.empty()) {
       dir = arg;
     } else {

@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "hist/log_histogram.h"
 #include "hushtrace/reader.h"
+#include "arg_cursor.h"
 #include "open_trace.h"
 #include "progress.h"
 
@@ -58,42 +59,26 @@ std::string Value(double v, bool ns) {
 int RunHist(int argc, char** argv) {
   std::string dir, span, event, field;
   int width = 50;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    std::string value;
-    bool has_value = false;
-    if (arg.rfind("--", 0) == 0 && arg.find('=') != std::string::npos) {
-      value = arg.substr(arg.find('=') + 1);
-      arg = arg.substr(0, arg.find('='));
-      has_value = true;
-    }
-    auto take = [&](std::string* out) {
-      if (has_value) {
-        *out = value;
-      } else if (i + 1 < argc) {
-        *out = argv[++i];
-      } else {
-        return false;
-      }
-      return !out->empty();
-    };
+  ArgCursor args(argc, argv);
+  while (args.Next()) {
+    const std::string& arg = args.arg();
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
       return 0;
     } else if (arg == "--span") {
-      if (!take(&span)) return BadArgs("--span needs PROVIDER:NAME");
+      if (!args.TakeNonEmpty(&span)) return BadArgs("--span needs PROVIDER:NAME");
     } else if (arg == "--event" || arg == "-e") {
-      if (!take(&event)) return BadArgs(arg + " needs PROVIDER:NAME");
+      if (!args.TakeNonEmpty(&event)) return BadArgs(arg + " needs PROVIDER:NAME");
     } else if (arg == "--field") {
-      if (!take(&field)) return BadArgs("--field needs a field name");
+      if (!args.TakeNonEmpty(&field)) return BadArgs("--field needs a field name");
     } else if (arg == "--width") {
       std::string w;
-      if (!take(&w) || w.find_first_not_of("0123456789") != std::string::npos || w.size() > 4) {
+      if (!args.TakeNonEmpty(&w) || w.find_first_not_of("0123456789") != std::string::npos || w.size() > 4) {
         return BadArgs("--width needs a number");
       }
       width = std::max(1, std::stoi(w));
     } else if (arg.size() > 1 && arg[0] == '-') {
-      return BadArgs("unknown option '" + std::string(argv[i]) + "'");
+      return BadArgs("unknown option '" + std::string(args.raw()) + "'");
     } else if (dir.empty()) {
       dir = arg;
     } else {
