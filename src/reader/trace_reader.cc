@@ -10,6 +10,7 @@
 #include <cstring>
 #include <map>
 
+#include "format/numbered_name.h"
 #include "hushtrace/reader.h"
 #include "reader/metadata_parser.h"
 #include "reader/stream_decoder.h"
@@ -45,21 +46,6 @@ bool ReadMetadataFile(const std::string& path, std::string* text, std::string* e
   }
   ::close(fd);
   text->resize(got);
-  return true;
-}
-
-// stream_<N> with N a decimal number.
-bool StreamIndex(const char* name, std::uint32_t* index) {
-  if (std::strncmp(name, "stream_", 7) != 0) return false;
-  const char* digits = name + 7;
-  const std::size_t n = std::strlen(digits);
-  if (n == 0 || n > 9) return false;
-  std::uint32_t v = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (digits[i] < '0' || digits[i] > '9') return false;
-    v = v * 10 + static_cast<std::uint32_t>(digits[i] - '0');
-  }
-  *index = v;
   return true;
 }
 
@@ -147,7 +133,7 @@ std::unique_ptr<Trace> Trace::Open(const std::string& dir_in, std::string* error
   std::vector<std::pair<std::uint32_t, std::string>> names;
   while (const dirent* e = ::readdir(dp)) {
     std::uint32_t index;
-    if (StreamIndex(e->d_name, &index)) names.emplace_back(index, e->d_name);
+    if (format::ParseNumberedName(e->d_name, "stream_", &index)) names.emplace_back(index, e->d_name);
   }
   ::closedir(dp);
   std::sort(names.begin(), names.end());

@@ -4,8 +4,9 @@
 // byte for byte: same pieces (closed packets from written_seq, the rest of a partly written packet
 // from written_offset with timestamp_begin = written_begin_ts, the open packet up to the commit
 // offset), same patched fields (content_size = packet_size = bytes written, packet_seq_num =
-// disk_seq, events_discarded = discarded + overwritten). It is a separate implementation because
-// the ring's code works on a live, writable Ring object with seqlock checks and updates the
+// disk_seq, events_discarded = discarded + overwritten; the writer also adds the events it failed
+// to write, which live in its memory only and so are unknown here). It is a separate
+// implementation because the ring's code works on a live, writable Ring object with seqlock checks and updates the
 // progress fields as it goes, while recovery reads a dead ring read-only and validates every
 // packet; keep the two in step when the format changes.
 #include "recover/recover.h"
@@ -26,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "format/numbered_name.h"
 #include "reader/metadata_parser.h"
 #include "recover/event_walker.h"
 #include "ring/ring_layout.h"
@@ -913,20 +915,6 @@ Liveness CheckWriter(std::uint32_t pid, const std::vector<const RingFile*>& ring
   return result;
 }
 
-bool ParseRingName(const char* name, std::uint32_t* index) {
-  if (std::strncmp(name, "ring_", 5) != 0) return false;
-  const char* digits = name + 5;
-  const std::size_t n = std::strlen(digits);
-  if (n == 0 || n > 9) return false;
-  std::uint32_t v = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (digits[i] < '0' || digits[i] > '9') return false;
-    v = v * 10 + static_cast<std::uint32_t>(digits[i] - '0');
-  }
-  *index = v;
-  return true;
-}
-
 bool ReadMetadata(int dirfd, const std::string& path, std::string* text, std::string* error) {
   Fd fd(::openat(dirfd, "metadata", O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd.ok()) {
@@ -1017,7 +1005,7 @@ bool Recover(const std::string& dir, const Options& options, Report* report) {
     while (const dirent* e = ::readdir(d)) {
       std::uint32_t index = 0;
       if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
-      if (ParseRingName(e->d_name, &index)) {
+      if (format::ParseNumberedName(e->d_name, "ring_", &index)) {
         names[index] = e->d_name;
       } else {
         report->notes.push_back("ignored " + dir + "/.ring/" + e->d_name + " (not a ring file)");

@@ -1,0 +1,26 @@
+// Names of the numbered files of a trace directory (docs/format.md): stream_<N>, .ring/ring_<N>.
+#ifndef HUSHTRACE_SRC_FORMAT_NUMBERED_NAME_H_
+#define HUSHTRACE_SRC_FORMAT_NUMBERED_NAME_H_
+
+#include <cstdint>
+#include <string_view>
+
+namespace hush::format {
+
+// Whether `name` is `prefix` followed by 1 to 9 decimal digits; sets *index to their value.
+inline bool ParseNumberedName(std::string_view name, std::string_view prefix, std::uint32_t* index) {
+  if (name.substr(0, prefix.size()) != prefix) return false;
+  const std::string_view digits = name.substr(prefix.size());
+  if (digits.empty() || digits.size() > 9) return false;
+  std::uint32_t v = 0;
+  for (const char c : digits) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + static_cast<std::uint32_t>(c - '0');
+  }
+  *index = v;
+  return true;
+}
+
+}  // namespace hush::format
+
+#endif  // HUSHTRACE_SRC_FORMAT_NUMBERED_NAME_H_
