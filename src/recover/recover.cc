@@ -6,9 +6,9 @@
 // offset), same patched fields (content_size = packet_size = bytes written, packet_seq_num =
 // disk_seq, events_discarded = discarded + overwritten; the writer also adds the events it failed
 // to write, which live in its memory only and so are unknown here). It is a separate
-// implementation because the ring's code works on a live, writable Ring object with seqlock checks and updates the
-// progress fields as it goes, while recovery reads a dead ring read-only and validates every
-// packet; keep the two in step when the format changes.
+// implementation because the ring's code works on a live, writable Ring object with seqlock
+// checks and updates the progress fields as it goes, while recovery reads a dead ring read-only
+// and validates every packet; keep the two in step when the format changes.
 #include "recover/recover.h"
 
 #include <dirent.h>
