@@ -49,7 +49,8 @@ void SchedRecorder::SetOpenFnForTest(PerfOpenFn fn) { g_open_fn.store(fn != null
 SchedRecorder::SchedRecorder(session::Core* core)
     : core_(core),
       use_tsc_(core->use_tsc()),
-      clock_(core->use_tsc(), static_cast<long double>(core->calibration().freq_hz) / 1e9L) {}
+      ticks_per_ns_(static_cast<long double>(core->calibration().freq_hz) / 1e9L),
+      clock_(core->use_tsc(), ticks_per_ns_) {}
 
 std::unique_ptr<SchedRecorder> SchedRecorder::Start(session::Core* core, std::string* error) {
   std::unique_ptr<SchedRecorder> s(new SchedRecorder(core));
@@ -118,7 +119,7 @@ void SchedRecorder::Stop() {
 void SchedRecorder::SamplePair() {
   if (!use_tsc_) return;
   std::uint64_t ticks = 0, ns = 0;
-  SampleRawPair(static_cast<long double>(core_->calibration().freq_hz) / 1e9L, &ticks, &ns);
+  SampleRawPair(ticks_per_ns_, &ticks, &ns);
   clock_.AddPair(ticks, ns);
 }
 

@@ -60,6 +60,9 @@ class SchedRecorder {
 
   session::Core* core_;
   bool use_tsc_;
+  // The session's TSC frequency as of Start() (under the session mutex). Read only here: the
+  // consumer thread refines the session's calibration while this thread runs.
+  long double ticks_per_ns_;
   ClockMap clock_;
   PerfRings perf_;
   std::unique_ptr<CpuStream[]> streams_;  // one per perf ring (CPU)

@@ -77,7 +77,9 @@ class Core {
   std::uint64_t clock_hz() const { return calibration_.freq_hz; }
   std::uint64_t generation() const { return generation_; }
   void WarnOnce(std::atomic<bool>& flag, const char* message);
-  const clock::Calibration& calibration() const { return calibration_; }  // as of Start()
+  // Refined by the consumer thread under mu_ once a session runs: other threads read it under
+  // mu_ or copy what they need at start (as SchedRecorder does).
+  const clock::Calibration& calibration() const { return calibration_; }
   std::atomic<bool> warned_oversize_{false};
   std::atomic<bool> warned_alloc_{false};
   std::atomic<bool> warned_attach_{false};  // a thread's buffer could not be created
