@@ -31,8 +31,6 @@ class ArgCursor {
   const std::string& arg() const { return arg_; }
   // Whether the current option was written "--name=value".
   bool has_inline_value() const { return inline_value_.has_value(); }
-  // The current argument as it was typed.
-  const char* raw() const { return argv_[index_]; }
 
   // The current option's value: what follows '=', else the next argument (consumed). False when
   // there is none.
@@ -47,6 +45,21 @@ class ArgCursor {
   }
   // The same, refusing an empty value too.
   bool TakeNonEmpty(std::string* out) { return TakeValue(out) && !out->empty(); }
+
+  // For an argument no option of the subcommand matched: the trace directory if none was given
+  // yet. False with *error set for an unknown option or a second directory.
+  bool TakeTraceDir(std::string* dir, std::string* error) const {
+    if (arg_.size() > 1 && arg_[0] == '-') {
+      *error = "unknown option '" + std::string(argv_[index_]) + "'";
+      return false;
+    }
+    if (!dir->empty()) {
+      *error = "unexpected argument '" + arg_ + "' (one trace directory only)";
+      return false;
+    }
+    *dir = arg_;
+    return true;
+  }
 
  private:
   int argc_;

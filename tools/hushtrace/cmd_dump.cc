@@ -212,12 +212,8 @@ int RunDump(int argc, char** argv) {
       if (!filter) return BadArgs(error);
     } else if (arg == "--absolute" && !args.has_inline_value()) {
       absolute = true;
-    } else if (arg.size() > 1 && arg[0] == '-') {
-      return BadArgs("unknown option '" + std::string(args.raw()) + "'");
-    } else if (dir.empty()) {
-      dir = arg;
-    } else {
-      return BadArgs("unexpected argument '" + arg + "' (one trace directory only)");
+    } else if (std::string why; !args.TakeTraceDir(&dir, &why)) {
+      return BadArgs(why);
     }
   }
   if (dir.empty()) return BadArgs("missing the trace directory DIR");

@@ -57,12 +57,8 @@ int RunExport(int argc, char** argv) {
       }
     } else if (arg == "-o" || arg == "--output") {
       if (!args.TakeNonEmpty(&output)) return BadArgs(arg + " needs a FILE");
-    } else if (arg.size() > 1 && arg[0] == '-') {
-      return BadArgs("unknown option '" + std::string(args.raw()) + "'");
-    } else if (dir.empty()) {
-      dir = arg;
-    } else {
-      return BadArgs("unexpected argument '" + arg + "' (one trace directory only)");
+    } else if (std::string why; !args.TakeTraceDir(&dir, &why)) {
+      return BadArgs(why);
     }
   }
   if (dir.empty()) return BadArgs("missing the trace directory DIR");

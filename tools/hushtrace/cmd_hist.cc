@@ -77,12 +77,8 @@ int RunHist(int argc, char** argv) {
         return BadArgs("--width needs a number");
       }
       width = std::max(1, std::stoi(w));
-    } else if (arg.size() > 1 && arg[0] == '-') {
-      return BadArgs("unknown option '" + std::string(args.raw()) + "'");
-    } else if (dir.empty()) {
-      dir = arg;
-    } else {
-      return BadArgs("unexpected argument '" + arg + "' (one trace directory only)");
+    } else if (std::string why; !args.TakeTraceDir(&dir, &why)) {
+      return BadArgs(why);
     }
   }
   if (dir.empty()) return BadArgs("missing the trace directory DIR");
