@@ -17,7 +17,7 @@
 
 namespace hush::internal {
 
-thread_local ThreadWriter tls_writer __attribute__((tls_model("initial-exec"))) = {};
+thread_local constinit ThreadWriter tls_writer __attribute__((tls_model("initial-exec"))) = {};
 
 }  // namespace hush::internal
 
