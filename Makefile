@@ -97,6 +97,16 @@ bench: build setup-peers
 	else echo "bench: no $(BUILD)/bench/hushtrace_bench"; fi
 	@if [ -f bench/run_all.sh ]; then bash bench/run_all.sh; fi
 
+# The workload suite side by side with LTTng-UST and uftrace (bench/compare/run.py, docs/benchmarks.md
+# "Workloads side by side"): ~10 min, rewrites its table in docs/benchmarks.md. ARGS=--quick (or
+# bench-compare-quick): the <= 2 min smoke run, results in $(BUILD)/compare-quick.json only.
+.PHONY: bench-compare bench-compare-quick
+bench-compare: build setup-peers
+	python3 bench/compare/run.py --build-dir $(BUILD) $(ARGS)
+
+bench-compare-quick: build setup-peers
+	python3 bench/compare/run.py --quick --build-dir $(BUILD) $(ARGS)
+
 clean:
 	rm -rf $(BUILD) build build-asan build-tsan build-fuzz
 

@@ -55,7 +55,7 @@ log "build ($BUILD_DIR)"
 if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 fi
-TARGETS=(hushtrace_bench hush_insn_driver keys_enable_bench startup_runner startup_plain startup_emptylib startup_hush
+TARGETS=(hushtrace_bench hush_insn_driver keys_enable_bench churn_bench startup_runner startup_plain startup_emptylib startup_hush
   control_bench bench_control_target)
 HAVE_LTTNG=0
 if command -v lttng >/dev/null && command -v lttng-sessiond >/dev/null &&
@@ -236,6 +236,12 @@ done
 # --- 3b. Static keys: enabling / disabling an event with N patched sites -----------------------
 log "static keys: enable/disable time for 1, 100 and 10,000 sites"
 run "$BIN/keys_enable_bench" 30 >"$RAW/keys_enable.jsonl" || die "keys_enable_bench failed"
+log "probe churn: 10,000 toggles while 2 threads emit"
+# Paired with a control run whose toggling thread wakes at the same pace but toggles nothing.
+for r in $(seq "$ROUNDS"); do
+  run "$BIN/churn_bench" --toggles 10000 --dry 1 >>"$RAW/churn.jsonl" || die "churn_bench failed"
+  run "$BIN/churn_bench" --toggles 10000 >>"$RAW/churn.jsonl" || die "churn_bench failed"
+done
 
 # --- 4. Start-up ----------------------------------------------------------------------------
 log "start-up, phase A: no LTTng session exists"

@@ -26,6 +26,7 @@
 
 #include "hushtrace/hushtrace.h"
 #include "hushtrace/session.h"
+#include "pin_cpu.h"
 #include "sched/perf_ring.h"
 
 HUSH_TRACEPOINT(bench, woke, (std::uint64_t, seq))
@@ -77,19 +78,12 @@ class PerfOnly {
   std::thread drainer_;
 };
 
-void Pin(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  ::pthread_setaffinity_np(::pthread_self(), sizeof set, &set);
-}
-
 // Round trips per second over `n` round trips.
 double PingPong(std::uint64_t n, int cpu, bool emit) {
   int ab[2], ba[2];
   if (::pipe(ab) != 0 || ::pipe(ba) != 0) std::abort();
   std::thread b([&] {
-    Pin(cpu);
+    hushbench::PinThisThread(cpu);
     char c;
     for (std::uint64_t i = 0; i < n; ++i) {
       if (::read(ab[0], &c, 1) != 1) std::abort();
@@ -97,7 +91,7 @@ double PingPong(std::uint64_t n, int cpu, bool emit) {
       if (::write(ba[1], &c, 1) != 1) std::abort();
     }
   });
-  Pin(cpu);
+  hushbench::PinThisThread(cpu);
   char c = 0;
   const auto t0 = std::chrono::steady_clock::now();
   for (std::uint64_t i = 0; i < n; ++i) {

@@ -13,7 +13,7 @@ for f in "$child" "$victim" "$hush"; do
 done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$out"/{metadata,trace,recover,cli,filter,session_filter,control_message}
+mkdir -p "$out"/{metadata,trace,recover,cli,filter,session_filter,control_message,control_server}
 
 # Clean traces: stream and flight mode, one and two threads, plus the demo's spans and counters.
 record() {  # NAME ENV... -- ARGS...
@@ -80,3 +80,39 @@ printf 'e >= 1.5 || f < -2e10 || x == 1\n--8<--\n\x01\x02\x00\x03\x00\x00\x00' >
 printf 'start\nevents app:*\nmode flight\nbuffer-size 1M\noutput /tmp/t\n' > "$out/control_message/start"
 printf 'status\n' > "$out/control_message/status"
 ls "$out"/* | wc -l | xargs echo "make_corpus: seeds:"
+# Control server requests (fuzz_control_server.cc: requests separated by the framing line; absolute
+# outputs are moved into the target's scratch directory).
+m='hushtrace-control 1'
+printf '%s' "$m start
+event fuzz:*
+output /t
+mode stream
+buffer-size 64k
+${sep}$m status
+${sep}$m stop
+" > "$out/control_server/stream"
+printf '%s' "$m start
+event fuzz:ping
+output /t
+mode flight
+buffer-size 32k
+snapshot-on fuzz:ping
+snapshot-interval-ms 5
+${sep}$m snapshot
+${sep}$m status
+${sep}$m stop
+" > "$out/control_server/flight"
+printf '%s' "$m start
+event fuzz:*
+output /t
+filter n > 1 && text == \"fuzz\"
+" > "$out/control_server/filter"
+printf '%s' "$m start
+event fuzz:*
+output relative
+${sep}$m start
+event x:*
+output /t
+buffer-size 1x
+${sep}$m bogus
+" > "$out/control_server/refused"

@@ -12,7 +12,7 @@ status=0
 # Scratch files of the targets: tmpfs when there is one (on this VM's disk, creating and removing
 # files per input made fuzz_trace ~100x slower).
 if [[ -d /dev/shm && -w /dev/shm ]]; then export TMPDIR=/dev/shm; fi
-for target in metadata trace recover cli filter session_filter control_message; do
+for target in metadata trace recover cli filter session_filter control_message control_server; do
   exe=$build/fuzz/fuzz_$target
   mkdir -p "$corpus/$target"
   log=$(mktemp)

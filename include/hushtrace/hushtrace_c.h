@@ -107,6 +107,21 @@ struct hush_c_session_stats {
  * Returns 0, or -1 when `out` is NULL. */
 HUSH_C_API int hush_c_session_get_stats(struct hush_c_session_stats* out) HUSH_C_INTERNAL_NOEXCEPT;
 
+/* In-process probes: the C form of hush::AddProbe / hush::RemoveProbe (hushtrace/probe.h, which
+ * documents the payload encoding and the rules for callbacks). */
+struct hush_c_probe_event {
+  const char* name; /* "provider:name" */
+  const void* payload; /* the encoded fields */
+  size_t payload_size;
+};
+typedef void (*hush_c_probe_callback)(const struct hush_c_probe_event* event, void* data);
+/* Attaches callback(event, data) to the events matching glob. Returns a handle, or 0 (NULL glob or
+ * callback, no membarrier, out of memory). */
+HUSH_C_API uint64_t hush_c_add_probe(const char* glob, hush_c_probe_callback callback,
+                                     void* data) HUSH_C_INTERNAL_NOEXCEPT;
+/* Detaches it; when it returns, the callback runs no more. Returns 0, or -1 for an unknown handle. */
+HUSH_C_API int hush_c_remove_probe(uint64_t handle) HUSH_C_INTERNAL_NOEXCEPT;
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

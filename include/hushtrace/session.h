@@ -67,6 +67,9 @@ struct SessionStats {
   std::uint64_t snapshots_triggered = 0;  // trigger events that caused a snapshot
   std::uint64_t triggers_suppressed = 0;  // trigger events within the interval of the last one
   std::uint64_t events_filtered_out = 0;  // rejected by the field filter
+  // Events of threads whose buffer could not be created (out of memory, disk full, unwritable
+  // directory, too many threads): no stream records them; Stop() prints the count.
+  std::uint64_t events_without_buffer = 0;
 };
 
 class Session {

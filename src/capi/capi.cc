@@ -46,7 +46,7 @@ inline void EmitWith(std::uint32_t id, std::size_t payload, Writer&& write) {
   ++w.nesting;
   internal::SignalFence();
   if (char* p = internal::Reserve(w, id, ts, payload)) [[likely]] {
-    if ((id & internal::kFilterIdBit) != 0) [[unlikely]] {
+    if ((id & internal::kCommitSlowBits) != 0) [[unlikely]] {
       internal::CommitSlow(w, id, p, write(p));
     } else {
       internal::Commit(w, write(p));

@@ -93,6 +93,7 @@ std::string Stop() {
     g_session->reset();
   }
   core->Stop();  // a session the program or its environment started; idempotent
+  session::GlobalRegistry().ClosePendingModules();  // outside Core's mutex (registry.h)
   return "ok\noutput " + output + "\n";
 }
 

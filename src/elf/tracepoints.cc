@@ -25,9 +25,11 @@ struct Range {
   std::uint64_t size = 0;
 };
 
-// Finds the hush_desc array: the section, or else the bounds in the module's .note.hushtrace.
-bool FindDescriptorArray(const ElfFile& file, Range* range, std::vector<std::string>* warnings) {
-  if (const ElfFile::Section* s = file.FindSection("hush_desc")) {
+// Finds an array of the module's tracepoint sections: the section `name`, or else the bounds in
+// the module's .note.hushtrace note of type `note_type`.
+bool FindArray(const ElfFile& file, const char* name, std::uint32_t note_type, Range* range,
+               std::vector<std::string>* warnings) {
+  if (const ElfFile::Section* s = file.FindSection(name)) {
     range->start = s->addr;
     range->size = s->header.sh_type == SHT_NOBITS ? 0 : s->header.sh_size;
     return true;
@@ -36,7 +38,7 @@ bool FindDescriptorArray(const ElfFile& file, Range* range, std::vector<std::str
   bool found = false;
   file.ForEachNote(
       [&](const ElfFile::Note& n) {
-        if (found || n.type != internal::kNoteType || n.name != "hushtr" || n.desc_size != 16 ||
+        if (found || n.type != note_type || n.name != "hushtr" || n.desc_size != 16 ||
             n.desc_addr == 0) {
           return;
         }
@@ -54,6 +56,45 @@ bool FindDescriptorArray(const ElfFile& file, Range* range, std::vector<std::str
       },
       warnings);
   return found;
+}
+
+bool FindDescriptorArray(const ElfFile& file, Range* range, std::vector<std::string>* warnings) {
+  return FindArray(file, "hush_desc", internal::kNoteType, range, warnings);
+}
+
+// Static-key sites per descriptor address: the hush_jump entries (docs/format.md, section 5),
+// three self-relative int32 each {site, enabled block, descriptor}. Linked modules only (in an
+// object file the offsets are not relocated yet). Problems are warnings; nothing is counted then.
+std::map<std::uint64_t, std::size_t> CountJumpSites(const ElfFile& file,
+                                                    std::vector<std::string>* warnings) {
+  constexpr std::uint64_t kEntrySize = 12;
+  std::map<std::uint64_t, std::size_t> counts;
+  Range range;
+  if (file.type() == ET_REL ||
+      !FindArray(file, "hush_jump", internal::kJumpNoteType, &range, warnings) || range.size == 0) {
+    return counts;
+  }
+  std::uint64_t offset = 0, avail = 0;
+  if (range.size > kMaxDescSectionBytes / 8 * kEntrySize || range.size % kEntrySize != 0 ||
+      !file.AddressToOffset(range.start, &offset, &avail) || avail < range.size) {
+    warnings->push_back(file.Error("hush_jump (address " + Hex(range.start) + ", " +
+                                   std::to_string(range.size) +
+                                   " bytes) is not a readable array of 12-byte entries"));
+    return counts;
+  }
+  std::vector<unsigned char> bytes(static_cast<std::size_t>(range.size));
+  std::string read_error;
+  if (!file.Read(offset, bytes.size(), bytes.data(), &read_error)) {
+    warnings->push_back(read_error);
+    return counts;
+  }
+  for (std::uint64_t at = 0; at < range.size; at += kEntrySize) {
+    std::int32_t rel;
+    std::memcpy(&rel, bytes.data() + at + 8, sizeof rel);
+    // Wrapping arithmetic: a corrupt offset gives an address no descriptor has.
+    ++counts[range.start + at + 8 + static_cast<std::uint64_t>(static_cast<std::int64_t>(rel))];
+  }
+  return counts;
 }
 
 }  // namespace
@@ -114,7 +155,9 @@ bool ReadTracepoints(const ElfFile& file, ModuleTracepoints* out, std::string* e
     meta_slots.push_back(d + offsetof(internal::Descriptor, meta));
   }
   const std::vector<ElfFile::Pointer> metas = file.ResolvePointers(meta_slots, &out->warnings);
+  const std::map<std::uint64_t, std::size_t> jumps = CountJumpSites(file, &out->warnings);
   std::map<std::uint64_t, std::size_t> records;  // record address -> descriptors pointing at it
+  std::map<std::uint64_t, std::size_t> record_jumps;  // record address -> static-key sites
   for (std::size_t i = 0; i < meta_slots.size(); ++i) {
     if (!metas[i].ok || metas[i].value == 0) {
       out->warnings.push_back(file.Error("descriptor at address " + Hex(meta_slots[i] - 8) + ": " +
@@ -122,6 +165,8 @@ bool ReadTracepoints(const ElfFile& file, ModuleTracepoints* out, std::string* e
       continue;
     }
     ++records[metas[i].value];
+    if (auto j = jumps.find(meta_slots[i] - offsetof(internal::Descriptor, meta)); j != jumps.end())
+      record_jumps[metas[i].value] += j->second;
   }
 
   // 3. Records -> tracepoints, merged by (name, kind, layout).
@@ -172,6 +217,7 @@ bool ReadTracepoints(const ElfFile& file, ModuleTracepoints* out, std::string* e
     m.locations.emplace_back(meta.file, meta.line);
     if (m.tp.sites == 0) m.tp.meta = std::move(meta);
     m.tp.sites += count;
+    if (auto j = record_jumps.find(addr); j != record_jumps.end()) m.tp.jump_sites += j->second;
   }
   for (auto& [key, m] : merged) {
     std::sort(m.locations.begin(), m.locations.end());

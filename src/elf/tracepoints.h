@@ -7,6 +7,9 @@
 // parsed with hush::registry::ParseMetaRecord. When the section headers are gone (sstrip), the
 // array is found through the module's `.note.hushtrace` note, as the runtime does.
 //
+// Section `hush_jump` (x86-64 static-key sites) is counted per tracepoint: each entry names the
+// descriptor of its site.
+//
 // Sites with the same "provider:name", kind and field layout form one tracepoint, as in the
 // runtime registry; its locations are those of all its sites.
 #ifndef HUSHTRACE_SRC_ELF_TRACEPOINTS_H_
@@ -26,6 +29,7 @@ struct Tracepoint {
   registry::MetaRecord meta;           // file and line: those of the first location
   std::vector<std::string> locations;  // "file:line" of every site, sorted, without duplicates
   std::size_t sites = 0;               // descriptors (one per site and translation unit)
+  std::size_t jump_sites = 0;          // static-key sites (hush_jump entries) of its descriptors
 };
 
 struct ModuleTracepoints {

@@ -98,7 +98,26 @@ std::string BuildIdOf(const dl_phdr_info* info) {
   return "";
 }
 
-std::string SelfExe() {
+// The file mapped at `addr` (/proc/self/maps), else /proc/self/exe. The main program's
+// dl_iterate_phdr entry has no name, and /proc/self/exe is the dynamic loader itself when the
+// program was started through it (`ld.so --preload LIB PROGRAM`, e.g. under valgrind).
+std::string MainProgramPath(std::uintptr_t addr) {
+  if (FILE* f = std::fopen("/proc/self/maps", "re")) {
+    char line[4096 + 128];
+    std::string found;
+    while (found.empty() && std::fgets(line, sizeof line, f) != nullptr) {
+      unsigned long lo = 0, hi = 0;
+      int path_at = 0;
+      if (std::sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &lo, &hi, &path_at) < 2 ||
+          addr < lo || addr >= hi || line[path_at] != '/') {
+        continue;
+      }
+      found = line + path_at;
+      if (!found.empty() && found.back() == '\n') found.pop_back();
+    }
+    std::fclose(f);
+    if (!found.empty()) return found;
+  }
   char buf[4096];
   const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
   return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
@@ -125,7 +144,7 @@ std::vector<LoadedModule> LoadedModules() {
         return 0;
       },
       &out);
-  if (!out.empty() && out[0].path.empty()) out[0].path = SelfExe();
+  if (!out.empty() && out[0].path.empty()) out[0].path = MainProgramPath(out[0].text_lo);
   return out;
 }
 
@@ -390,6 +409,19 @@ bool Start(const Options& options, std::string* error) {
 void Rescan() {
   std::lock_guard<std::mutex> lock(g_mu);
   if (St().started) ScanNew();
+}
+
+void ForgetModule(std::uintptr_t base, const std::string& path) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  std::vector<Module>& modules = St().modules;
+  for (auto it = modules.begin(); it != modules.end(); ++it) {
+    if (it->loaded.base != base || it->loaded.path != path) continue;
+    const std::uintptr_t lo = it->loaded.text_lo, hi = it->loaded.text_hi;
+    std::erase_if(St().patched,
+                  [&](const patch::CodeSite& s) { return s.addr >= lo && s.addr < hi; });
+    modules.erase(it);
+    return;
+  }
 }
 
 void Stop() {

@@ -38,6 +38,10 @@ struct Options {
 [[gnu::weak]] void Stop();
 // After dlopen(): patches the selected entries of modules loaded since the last scan.
 void Rescan();
+// After dlclose() unloaded the module loaded at `base` from `path`: its entries and its place in
+// the module list are dropped, so that a module mapped there later (the same library loaded
+// again, usually at the same address) is scanned and patched afresh.
+void ForgetModule(std::uintptr_t base, const std::string& path);
 
 struct Stats {
   std::uint64_t modules = 0;          // modules with patchable entries

@@ -13,10 +13,17 @@
 //       frame returns)
 //   dlopen
 //       a library loaded while functions are traced gets its selected entries patched
+//   dlclose
+//       a library that is really unloaded (not just dereferenced) is forgotten: its patched
+//       entries leave the list that Stop() un-patches, and the same library loaded again is
+//       patched again (it would otherwise count as already scanned when it lands at the same
+//       address). Calling into a library while dlclose() unloads it is the program's own race;
+//       return addresses into it on a shadow stack are used only if such a call returns.
 //
 // Each forwards to the next definition (RTLD_NEXT), found once. Costs nothing unless a session
 // ever asked for functions, beyond one indirect call.
 #include <dlfcn.h>
+#include <link.h>
 #include <unwind.h>
 
 #include <atomic>
@@ -60,7 +67,7 @@ F Resolve(std::atomic<void*>& cache, const char* name, const char* lib) {
 bool Active() { return g_settings.ever_started.load(std::memory_order_relaxed); }
 
 std::atomic<void*> g_raise{nullptr}, g_rethrow{nullptr}, g_forced{nullptr}, g_catch{nullptr},
-    g_dlopen{nullptr};
+    g_dlopen{nullptr}, g_dlclose{nullptr};
 
 }  // namespace
 }  // namespace hush::functrace
@@ -107,6 +114,28 @@ void* dlopen(const char* file, int mode) {
   void* h = real(file, mode);
   if (h != nullptr && Active()) Rescan();
   return h;
+}
+
+int dlclose(void* handle) {
+  auto real = Resolve<int (*)(void*)>(g_dlclose, "dlclose", nullptr);
+  if (!Active()) return real(handle);
+  // Which module, asked before it may be gone.
+  link_map* map = nullptr;
+  std::string path;
+  std::uintptr_t base = 0;
+  if (::dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr && map->l_name != nullptr) {
+    path = map->l_name;
+    base = map->l_addr;
+  }
+  const int rc = real(handle);
+  if (rc != 0 || path.empty()) return rc;
+  auto real_open = Resolve<void* (*)(const char*, int)>(g_dlopen, "dlopen", nullptr);
+  if (void* still = real_open(path.c_str(), RTLD_LAZY | RTLD_NOLOAD)) {
+    real(still);  // other references keep it loaded; RTLD_NOLOAD took one more
+  } else {
+    ForgetModule(base, path);
+  }
+  return rc;
 }
 
 }  // extern "C"

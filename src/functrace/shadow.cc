@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +17,7 @@
 namespace hush::functrace {
 
 Settings g_settings;
+thread_local Shadow* t_shadow = nullptr;
 std::atomic<std::uint64_t> g_overflow{0};
 std::atomic<std::uint64_t> g_unmatched{0};
 
@@ -30,7 +32,23 @@ using CallSpec = hush_tp_func_call;
 constexpr std::uintptr_t kEntryCallSize = 5;
 
 Shadow* const kDead = reinterpret_cast<Shadow*>(1);  // thread past its shadow stack's destructor
-thread_local Shadow* t_shadow __attribute__((tls_model("initial-exec"))) = nullptr;
+
+// The offsets x86_64_trampoline.S hard-codes (its #defines).
+using internal::ThreadWriter;
+using internal::CommitWord;
+static_assert(offsetof(ThreadWriter, pos) == 0 && offsetof(ThreadWriter, end) == 8 &&
+              offsetof(ThreadWriter, last_ts) == 16 && offsetof(ThreadWriter, nesting) == 24 &&
+              offsetof(ThreadWriter, packet_events) == 28 && offsetof(ThreadWriter, commit) == 32 &&
+              offsetof(ThreadWriter, commit_base) == 40 && sizeof(std::atomic<char*>) == 8 &&
+              sizeof(std::atomic<std::uint32_t>) == 4);
+static_assert(offsetof(CommitWord, offset) == 0 && offsetof(CommitWord, timestamp) == 8);
+static_assert(internal::kCompactHeaderSize == 4 && internal::kExtendedId == 255 &&
+              internal::kCompactTimestampRange == 0x1000000 && internal::kCommitEventsShift == 32);
+static_assert(offsetof(Shadow, top) == 0 && offsetof(Shadow, frames) == 8 && sizeof(Frame) == 40 &&
+              offsetof(Frame, slot) == 0 && offsetof(Frame, ret) == 8 &&
+              offsetof(Frame, site) == 16 && offsetof(Frame, ts) == 24 &&
+              offsetof(Frame, restored) == 32);
+static_assert(offsetof(Settings, max_depth) == 0 && offsetof(Settings, min_ticks) == 8);
 pthread_key_t g_key;
 pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
 
@@ -104,6 +122,16 @@ inline std::uintptr_t PopTo(Shadow* s, std::uint32_t to) {
 }
 
 }  // namespace
+}  // namespace hush::functrace
+
+extern "C" {
+const std::atomic<std::uint32_t>* const hush_ft_entry_state =
+    &hush::internal::site_descriptor<hush::functrace::EntrySpec>.state;
+const std::atomic<std::uint32_t>* const hush_ft_exit_state =
+    &hush::internal::site_descriptor<hush::functrace::ExitSpec>.state;
+}
+
+namespace hush::functrace {
 
 void RegisterEvents() {
   HUSH_INTERNAL_REGISTER_DESCRIPTOR(site_descriptor<EntrySpec>);

@@ -1,5 +1,7 @@
 // The per-thread shadow stack of traced frames and the handlers the trampoline calls.
 //
+// The common case of both runs in the trampoline itself (x86_64_trampoline.S, "Fast paths");
+// these handlers are its slow path and do the same with every case covered.
 // Entry (trampoline -> hush_ftrace_enter): push {slot, real return address, site, entry time},
 // replace the return address in the stack slot by the return thunk, emit `func:entry` (unless a
 // minimum duration is set). Exit (return thunk -> hush_ftrace_exit): find the frame whose slot is
@@ -50,7 +52,13 @@ struct Settings {
   std::atomic<std::uint64_t> min_ticks{0};
   std::atomic<bool> ever_started{false};  // the unwinder wrappers have work to do
 };
-extern Settings g_settings;
+// Assembler name: the trampoline's fast paths read max_depth and min_ticks (kAsm* in shadow.cc).
+[[gnu::visibility("hidden")]] extern Settings g_settings __asm__("hush_ft_settings");
+
+// The calling thread's shadow stack: nullptr before its first traced call, kDeadShadow after its
+// destructor ran. Initial-exec TLS under an assembler name, read by the trampoline's fast paths.
+[[gnu::visibility("hidden")]] extern thread_local Shadow* t_shadow __asm__("hush_ft_shadow")
+    __attribute__((tls_model("initial-exec")));
 
 extern std::atomic<std::uint64_t> g_overflow;
 extern std::atomic<std::uint64_t> g_unmatched;
@@ -71,6 +79,9 @@ void EmitModule(const char* path, const char* build_id, std::uint64_t base);
 }  // namespace hush::functrace
 
 extern "C" {
+// The state words of func:entry and func:exit, for the trampoline's fast paths.
+[[gnu::visibility("hidden")]] extern const std::atomic<std::uint32_t>* const hush_ft_entry_state;
+[[gnu::visibility("hidden")]] extern const std::atomic<std::uint32_t>* const hush_ft_exit_state;
 // The asm side (patch/arch/x86_64_trampoline.S).
 void hush_ftrace_entry();
 void hush_ftrace_return();

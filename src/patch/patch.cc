@@ -51,14 +51,16 @@ namespace {
 
 enum class Method : std::uint8_t { kStore, kProcMem, kSkip };
 
+// 32 bytes: a 10,000-site batch walks this list about ten times.
 struct Work {
   std::uintptr_t addr;
   std::uintptr_t resume;  // where a thread trapping at the site goes: the new state
   std::uint8_t bytes[arch::kMaxSiteSize];  // the new instruction
-  std::uint8_t old_head[arch::kMaxSiteSize];
+  std::uint8_t old_head[arch::kMaxHeadSize];
   Method method;
   bool failed;  // its bytes could not all be written; step 4 restored its old byte 0
 };
+static_assert(sizeof(Work) == 32);
 
 std::mutex g_mu;  // one batch at a time; guards everything below except the counters
 bool g_sync_registered = false;
@@ -147,8 +149,11 @@ struct PageRun {
   bool writable;
 };
 
-// Step 1: makes the pages of `work` writable and picks each site's write method.
-std::vector<PageRun> PrepareText(std::vector<Work>& work, std::size_t size, Reasons* why) {
+// Step 1: makes the pages of `work` writable, picks each site's write method and lists the sites
+// that will be written (`addrs`, `resume`: for the SIGTRAP handler), in one pass.
+std::vector<PageRun> PrepareText(std::vector<Work>& work, std::size_t size, Reasons* why,
+                                 std::vector<std::uintptr_t>& addrs,
+                                 std::vector<trap::Resume>& resume) {
   const std::uintptr_t page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
   std::vector<PageRun> runs;
   for (const Work& w : work) {  // sorted by address: runs come out sorted and merged
@@ -171,12 +176,17 @@ std::vector<PageRun> PrepareText(std::vector<Work>& work, std::size_t size, Reas
     }
   }
   const bool have_mem = any_refused && OpenProcMem(&why->mem);
+  addrs.clear();
+  resume.clear();
   std::size_t r = 0;
   for (Work& w : work) {
     while (runs[r].end <= w.addr) ++r;
     // A site spanning two runs would have merged them: one run holds the whole site.
     w.method = runs[r].writable ? Method::kStore : have_mem ? Method::kProcMem : Method::kSkip;
+    if (w.method == Method::kSkip) continue;
     if (w.method == Method::kProcMem) g_proc_mem_used.store(true, std::memory_order_relaxed);
+    addrs.push_back(w.addr);
+    resume.push_back({w.addr, w.resume});
   }
   return runs;
 }
@@ -266,16 +276,9 @@ bool RunBatch(std::vector<Work>& work) {
   trap::EnsureInstalled();
 
   // 1. Writable text; the batch published to the SIGTRAP handler before any trap opcode exists.
-  const std::vector<PageRun> runs = PrepareText(work, size, &why);
   std::vector<std::uintptr_t>& addrs = g_scratch->addrs;
   std::vector<trap::Resume>& resume = g_scratch->resume;
-  addrs.clear();
-  resume.clear();
-  for (const Work& w : work) {
-    if (w.method == Method::kSkip) continue;
-    addrs.push_back(w.addr);
-    resume.push_back({w.addr, w.resume});
-  }
+  const std::vector<PageRun> runs = PrepareText(work, size, &why, addrs, resume);
   trap::AddKnownSites(addrs);
   trap::Publish(resume);
 

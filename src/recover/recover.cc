@@ -12,6 +12,7 @@
 #include "recover/recover.h"
 
 #include <dirent.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -940,6 +941,38 @@ bool ReadMetadata(int dirfd, const std::string& path, std::string* text, std::st
 
 }  // namespace
 
+std::string Report::CrashText() const {
+  if (!crash_marked) return "";
+  static constexpr struct {
+    int sig;
+    const char* name;
+  } kNames[] = {{SIGSEGV, "SIGSEGV"}, {SIGBUS, "SIGBUS"}, {SIGABRT, "SIGABRT"}, {SIGILL, "SIGILL"}, {SIGFPE, "SIGFPE"}};
+  std::string name = "signal " + std::to_string(crash_signal);
+  for (const auto& n : kNames) {
+    if (n.sig == crash_signal) name = n.name;
+  }
+  return "the program died of " + name + " in thread " + std::to_string(crash_tid) + " (pid " +
+         std::to_string(crash_pid) + ")";
+}
+
+// Reads DIR/.ring/crashed ("signal S tid T pid P\n"); a malformed marker is a note.
+static void ReadCrashMarker(int ring_dirfd, const std::string& dir, Report* report) {
+  Fd fd(::openat(ring_dirfd, "crashed", O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd.ok()) return;
+  char buf[128] = {};
+  const ssize_t n = ::read(fd.get(), buf, sizeof buf - 1);
+  int sig = 0;
+  unsigned tid = 0, pid = 0;
+  if (n > 0 && std::sscanf(buf, "signal %d tid %u pid %u", &sig, &tid, &pid) == 3 && sig > 0 && sig < 65) {
+    report->crash_marked = true;
+    report->crash_signal = sig;
+    report->crash_tid = tid;
+    report->crash_pid = pid;
+  } else {
+    report->notes.push_back(dir + "/.ring/crashed is not a crash marker; ignored");
+  }
+}
+
 std::uint64_t Report::RingsWith(RingStatus s) const {
   return static_cast<std::uint64_t>(
       std::count_if(rings.begin(), rings.end(), [s](const RingReport& r) { return r.status == s; }));
@@ -992,6 +1025,8 @@ bool Recover(const std::string& dir, const Options& options, Report* report) {
     if (!options.dry_run) ::unlinkat(dirfd.get(), ".metadata.tmp", 0);
   }
 
+  ReadCrashMarker(ring_dirfd.get(), dir, report);
+
   // The ring files, by index.
   std::map<std::uint32_t, std::string> names;
   {
@@ -1004,7 +1039,10 @@ bool Recover(const std::string& dir, const Options& options, Report* report) {
     }
     while (const dirent* e = ::readdir(d)) {
       std::uint32_t index = 0;
-      if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
+      if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0 ||
+          std::strcmp(e->d_name, "crashed") == 0) {
+        continue;
+      }
       if (format::ParseNumberedName(e->d_name, "ring_", &index)) {
         names[index] = e->d_name;
       } else {
@@ -1076,6 +1114,7 @@ bool Recover(const std::string& dir, const Options& options, Report* report) {
     for (const RingReport& rep : report->rings) {
       if (rep.status != RingStatus::kFailed) ::unlinkat(ring_dirfd.get(), rep.name.c_str(), 0);
     }
+    if (ok) ::unlinkat(ring_dirfd.get(), "crashed", 0);  // reported now; kept with a failed ring
     if (ok && ::unlinkat(dirfd.get(), ".ring", AT_REMOVEDIR) == 0) {
       report->rings_removed = true;
     } else if (ok) {

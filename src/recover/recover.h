@@ -65,6 +65,14 @@ struct Report {
   bool rings_removed = false;       // .ring/ was removed
   std::string error;                // fatal: nothing (more) was done
   bool writer_running = false;      // refused: the writer process still maps the rings
+  // DIR/.ring/crashed, left by the crash handler (src/session/crash_handler.h) when the writer
+  // died of a fatal signal while its session ran; absent after SIGKILL or _exit().
+  bool crash_marked = false;
+  int crash_signal = 0;
+  std::uint32_t crash_tid = 0;
+  std::uint32_t crash_pid = 0;
+  // "the program died of SIGSEGV in thread N" ("" without a marker).
+  std::string CrashText() const;
 
   std::uint64_t RingsWith(RingStatus s) const;
   std::uint64_t Sum(std::uint64_t RingReport::*field) const;

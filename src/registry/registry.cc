@@ -1,5 +1,6 @@
 #include "registry/registry.h"
 
+#include <dlfcn.h>
 #include <elf.h>
 #include <fnmatch.h>
 #include <link.h>
@@ -9,6 +10,8 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "registry/grace.h"
+
 namespace hush::registry {
 namespace {
 
@@ -17,9 +20,19 @@ struct JumpSite {
   patch::Site site;
 };
 
-struct ScanContext {
+// What one module holds. Read inside dl_iterate_phdr's callback (the loader's lock keeps the
+// module mapped then); its descriptors are only dereferenced once the module is pinned.
+struct FoundModule {
+  std::uintptr_t base = 0;
+  std::string name;
+  bool first = false;  // the executable (the first module dl_iterate_phdr reports)
   std::vector<internal::Descriptor*> found;
   std::vector<JumpSite> jumps;
+};
+
+struct ScanContext {
+  std::vector<FoundModule> modules;
+  bool first = true;
 };
 
 // The [start, stop) range a note's two self-relative offsets point at; false if it is empty (weak
@@ -39,7 +52,7 @@ std::uintptr_t Resolve(const std::int32_t* field) {
   return reinterpret_cast<std::uintptr_t>(field) + offset;
 }
 
-void ScanNotes(const char* p, const char* end, ScanContext* ctx) {
+void ScanNotes(const char* p, const char* end, FoundModule* ctx) {
   while (p + sizeof(ElfW(Nhdr)) <= end) {
     ElfW(Nhdr) n;
     std::memcpy(&n, p, sizeof n);
@@ -69,13 +82,56 @@ void ScanNotes(const char* p, const char* end, ScanContext* ctx) {
 
 int OnModule(dl_phdr_info* info, std::size_t, void* arg) {
   auto* ctx = static_cast<ScanContext*>(arg);
+  FoundModule m;
+  m.base = info->dlpi_addr;
+  m.name = info->dlpi_name != nullptr ? info->dlpi_name : "";
+  m.first = ctx->first;
+  ctx->first = false;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)& ph = info->dlpi_phdr[i];
     if (ph.p_type != PT_NOTE) continue;
     const char* p = reinterpret_cast<const char*>(info->dlpi_addr + ph.p_vaddr);
-    ScanNotes(p, p + ph.p_memsz, ctx);
+    ScanNotes(p, p + ph.p_memsz, &m);
   }
+  if (!m.found.empty() || !m.jumps.empty()) ctx->modules.push_back(std::move(m));
   return 0;
+}
+
+int OnModuleStillThere(dl_phdr_info* info, std::size_t, void* arg) {
+  auto* m = static_cast<const FoundModule*>(arg);
+  return info->dlpi_addr == m->base && info->dlpi_name != nullptr && m->name == info->dlpi_name;
+}
+
+// A reference to the module loaded at `base` under `name`, or nullptr if it is gone (closed
+// after dl_iterate_phdr returned). Once dlopen holds a reference, a second walk that still finds
+// that name at that base proves the reference is to the module whose notes were read (another
+// object under that name at another address does not count). The executable needs none: it is
+// never unloaded. (The link_map that dlinfo gives is not read: the loader writes it under its
+// own lock, which the sanitizers do not see.)
+void* Pin(const FoundModule& m) {
+  if (m.name.empty()) return nullptr;
+  void* h = ::dlopen(m.name.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+  if (h == nullptr) return nullptr;
+  if (::dl_iterate_phdr(OnModuleStillThere, const_cast<FoundModule*>(&m)) == 0) {
+    ::dlclose(h);
+    return nullptr;
+  }
+  return h;
+}
+
+// Reads the notes of the module at `m->base` under `m->name` again (see ScanLocked).
+int OnModuleReread(dl_phdr_info* info, std::size_t, void* arg) {
+  auto* m = static_cast<FoundModule*>(arg);
+  if (info->dlpi_addr != m->base || info->dlpi_name == nullptr || m->name != info->dlpi_name) return 0;
+  m->found.clear();
+  m->jumps.clear();
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_NOTE) continue;
+    const char* p = reinterpret_cast<const char*>(info->dlpi_addr + ph.p_vaddr);
+    ScanNotes(p, p + ph.p_memsz, m);
+  }
+  return 1;
 }
 
 }  // namespace
@@ -85,29 +141,72 @@ bool GlobMatches(const std::string& pattern, const std::string& name) {
 }
 
 std::size_t Registry::Scan() {
-  ScanContext ctx;
-  ::dl_iterate_phdr(OnModule, &ctx);
-  // A jump entry's descriptor has internal linkage in the entry's own module, so it is new
-  // exactly when the module is: the sites of descriptors seen before are known already.
-  for (const JumpSite& j : ctx.jumps) ctx.found.push_back(j.descriptor);
-  std::unordered_map<internal::Descriptor*, std::ptrdiff_t> added;  // new descriptor -> event
-  for (internal::Descriptor* d : ctx.found) {
-    if (added.count(d) != 0 || std::find(seen_.begin(), seen_.end(), d) != seen_.end()) continue;
-    seen_.push_back(d);
-    added.emplace(d, Add(d));
-  }
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  return ScanLocked();
+}
+
+std::size_t Registry::EventCount() const {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  return events_.size();
+}
+
+std::size_t Registry::PinnedModules() const {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  return modules_.size();
+}
+
+std::size_t Registry::ScanLocked() {
+  ScanContext scan;
+  ::dl_iterate_phdr(OnModule, &scan);
+  const std::size_t first_new_event = events_.size();
+  std::size_t added_count = 0;
   std::vector<patch::Site> to_enable;
-  for (const JumpSite& j : ctx.jumps) {
-    const auto it = added.find(j.descriptor);
-    if (it == added.end() || it->second < 0) continue;
-    Event& e = events_[static_cast<std::size_t>(it->second)];
-    e.sites.push_back(j.site);
-    if (e.enabled) to_enable.push_back(j.site);
+  for (FoundModule& fm : scan.modules) {
+    // A jump entry's descriptor has internal linkage in the entry's own module, so it is new
+    // exactly when the module is: the sites of descriptors seen before are known already.
+    for (const JumpSite& j : fm.jumps) fm.found.push_back(j.descriptor);
+    const bool known = std::any_of(fm.found.begin(), fm.found.end(), [&](internal::Descriptor* d) {
+      return std::find(seen_.begin(), seen_.end(), d) != seen_.end();
+    });
+    if (known) continue;
+    Module mod;
+    mod.base = fm.base;
+    if (!fm.first) {
+      mod.handle = Pin(fm);
+      if (mod.handle == nullptr) continue;  // unloaded since the walk: its memory is gone
+      // The walk may have met the module while another thread's dlopen was still relocating it
+      // (the loader lists a module before it relocates it): its descriptor table then held
+      // unrelocated addresses. Pin's dlopen waited for the loader's lock, so the module is
+      // relocated now: read its notes again.
+      if (::dl_iterate_phdr(OnModuleReread, &fm) == 0) {
+        modules_.push_back(std::move(mod));  // pinned: released with the others when idle
+        continue;
+      }
+      for (const JumpSite& j : fm.jumps) fm.found.push_back(j.descriptor);
+    }
+    std::unordered_map<internal::Descriptor*, std::ptrdiff_t> added;  // new descriptor -> event
+    for (internal::Descriptor* d : fm.found) {
+      if (added.count(d) != 0) continue;
+      seen_.push_back(d);
+      mod.descriptors.push_back(d);
+      added.emplace(d, Add(d));
+    }
+    for (const JumpSite& j : fm.jumps) {
+      const auto it = added.find(j.descriptor);
+      if (it == added.end() || it->second < 0) continue;
+      Event& e = events_[static_cast<std::size_t>(it->second)];
+      e.sites.push_back(j.site);
+      mod.sites.push_back(j.site);
+      if (e.Active()) to_enable.push_back(j.site);
+    }
+    added_count += added.size();
+    if (mod.handle != nullptr) modules_.push_back(std::move(mod));
   }
   // A module found while its event is enabled (dlopen after the session started): Add() set the
   // new descriptors' states; now the sites jump.
   if (!to_enable.empty()) patch::SetSites(to_enable, true);
-  return added.size();
+  AttachProbes(first_new_event);
+  return added_count;
 }
 
 std::ptrdiff_t Registry::Add(internal::Descriptor* d) {
@@ -122,7 +221,7 @@ std::ptrdiff_t Registry::Add(internal::Descriptor* d) {
     if (e.meta.FullName() == meta.FullName() && e.meta.kind == meta.kind &&
         e.meta.Signature() == meta.Signature()) {
       e.descriptors.push_back(d);
-      if (e.enabled) d->state.store(e.StateWord(), std::memory_order_release);
+      if (e.Active()) d->state.store(e.StateWord(), std::memory_order_release);
       return static_cast<std::ptrdiff_t>(i);
     }
   }
@@ -135,8 +234,10 @@ std::ptrdiff_t Registry::Add(internal::Descriptor* d) {
 
 std::size_t Registry::Enable(const std::vector<std::string>& globs,
                              const std::function<void(Event&)>& on_enable) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   std::size_t n = 0;
   std::vector<patch::Site> sites;
+  std::vector<Event*> probed;
   for (Event& e : events_) {
     if (e.enabled) continue;
     const std::string name = e.meta.FullName();
@@ -148,6 +249,8 @@ std::size_t Registry::Enable(const std::vector<std::string>& globs,
     e.enabled = true;
     ++n;
     if (on_enable) on_enable(e);
+    if (e.probe_slot >= 0) probed.push_back(&e);  // its list carries the recorder's id
+    if (!e.probes.empty()) continue;  // state word and sites unchanged: the list has the id
     // Release is not needed by emitting threads (the state word carries the id); it orders the
     // registry's own bookkeeping for a later reader of the same descriptor on another thread.
     for (internal::Descriptor* d : e.descriptors) {
@@ -158,11 +261,14 @@ std::size_t Registry::Enable(const std::vector<std::string>& globs,
   // After the states: the batch's membarriers order the stores above before any thread runs a
   // new JMP, so a jump always finds its event's id.
   if (!sites.empty()) patch::SetSites(sites, true);
+  Republish(probed);
   return n;
 }
 
 std::size_t Registry::SetTriggers(const std::vector<std::string>& globs) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   std::size_t n = 0;
+  std::vector<Event*> probed;
   for (Event& e : events_) {
     const std::string name = e.meta.FullName();
     if (!e.enabled || std::none_of(globs.begin(), globs.end(),
@@ -173,42 +279,60 @@ std::size_t Registry::SetTriggers(const std::vector<std::string>& globs) {
     ++n;
     // Relaxed suffices for emitting threads (the word carries everything they need); a thread
     // that still reads the old word records the event without firing the trigger.
+    if (e.probe_slot >= 0) probed.push_back(&e);
+    if (!e.probes.empty()) continue;
     for (internal::Descriptor* d : e.descriptors) d->state.store(e.StateWord(), std::memory_order_release);
   }
+  Republish(probed);
   return n;
 }
 
 std::vector<patch::Site> Registry::ClearStates(std::memory_order order) {
   std::vector<patch::Site> sites;
   for (Event& e : events_) {
-    if (e.enabled) sites.insert(sites.end(), e.sites.begin(), e.sites.end());
+    // A probed event keeps its state word (probe slot) and its jumps; only its list changes.
+    if (e.enabled && e.probes.empty()) sites.insert(sites.end(), e.sites.begin(), e.sites.end());
     e.enabled = false;
     e.trigger = false;
     e.filtered = false;
-    for (internal::Descriptor* d : e.descriptors) d->state.store(0, order);
+    for (internal::Descriptor* d : e.descriptors) d->state.store(e.StateWord(), order);
   }
   return sites;
 }
 
-void Registry::DisableAll() {
+void Registry::DisableAllLocked() {
   // States first: from here on a thread that still takes a JMP emits nothing.
   const std::vector<patch::Site> sites = ClearStates(std::memory_order_release);
   if (!sites.empty()) patch::SetSites(sites, false);
+  std::vector<Event*> probed;
+  for (Event& e : events_) {
+    if (e.probe_slot >= 0) probed.push_back(&e);
+  }
+  Republish(probed);  // the lists lose the recorder
+}
+
+void Registry::DisableAll() {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  DisableAllLocked();
+  ReleaseIfIdle();
 }
 
 void Registry::DisableAllInChild() {
-  // Relaxed: the child has a single thread.
+  // Relaxed: the child has a single thread. No lock: another parent thread may have held it at
+  // fork time. Probed events keep their probes (their callbacks exist in the child too).
   const std::vector<patch::Site> sites = ClearStates(std::memory_order_relaxed);
   if (!sites.empty()) patch::SetSitesInChild(sites, false);
 }
 
 void Registry::ResetIds() {
-  DisableAll();
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  DisableAllLocked();
   for (Event& e : events_) e.id = -1;
   next_id_ = 0;
 }
 
 std::vector<const Event*> Registry::EventsWithIds() const {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   std::vector<const Event*> out;
   for (const Event& e : events_) {
     if (e.id >= 0) out.push_back(&e);

@@ -12,22 +12,36 @@
 // and first when disabling, so a patched JMP is only ever taken with the state already set, and
 // a JMP still present after disabling leads to a state of 0 (the enabled block re-checks it).
 //
-// Threading: all calls are made with the session mutex held (lock order: session mutex, then the
-// patch mutex). Emitting threads only read Descriptor::state (relaxed) and execute the sites;
-// Enable/DisableAll write both.
+// Probes (include/hushtrace/probe.h, probes.h): an event with user probes is "probed"; its state
+// word is then kProbeIdBit | (probe slot + 1) whether or not it is enabled, its sites stay
+// patched, and its slot's list carries the recorder's id when it is enabled.
+//
+// Modules: Scan pins every module it takes descriptors from (dlopen RTLD_NOLOAD) for as long as
+// the registry is active (an event enabled or probed), so a dlclose while a session runs or a
+// probe is attached defers the unmapping until the registry goes idle; then the registry
+// forgets the descriptors and sites of those modules; ClosePendingModules(), called outside any
+// lock, then drops its references (the module is unloaded if the program closed it meanwhile). Without the pin, DisableAll would store into
+// the state words of an unmapped module and un-patch its sites.
+//
+// Threading: every public call takes the registry's mutex (lock order: session mutex, registry
+// mutex, patch mutex; the grace-period mutex is a leaf). Emitting threads only read
+// Descriptor::state (relaxed), the probe lists (grace.h) and execute the sites.
 #ifndef HUSHTRACE_SRC_REGISTRY_REGISTRY_H_
 #define HUSHTRACE_SRC_REGISTRY_REGISTRY_H_
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "hushtrace/internal/descriptor.h"
 #include "patch/patch.h"
 #include "registry/meta_record.h"
+#include "registry/probes.h"
 
 namespace hush::registry {
 
@@ -39,10 +53,16 @@ struct Event {
   bool enabled = false;
   bool trigger = false;  // enabled and a snapshot trigger (kTriggerIdBit in the state word)
   bool filtered = false;  // enabled with a field filter (kFilterIdBit)
-  // The descriptors' state word while enabled.
+  std::int32_t probe_slot = -1;          // assigned on the first probe, kept
+  std::vector<probes::Entry> probes;     // attached user probes
+  bool Active() const { return enabled || !probes.empty(); }  // sites patched
+  std::uint32_t RecordBits() const {
+    return (trigger ? internal::kTriggerIdBit : 0) | (filtered ? internal::kFilterIdBit : 0);
+  }
+  // The descriptors' state word.
   std::uint32_t StateWord() const {
-    return static_cast<std::uint32_t>(id + 1) | (trigger ? internal::kTriggerIdBit : 0) |
-           (filtered ? internal::kFilterIdBit : 0);
+    if (!probes.empty()) return internal::kProbeIdBit | static_cast<std::uint32_t>(probe_slot + 1);
+    return enabled ? static_cast<std::uint32_t>(id + 1) | RecordBits() : 0;
   }
 };
 
@@ -52,7 +72,9 @@ class Registry {
   // already enabled are enabled too, their sites patched in one batch. Returns the number of new
   // descriptors.
   std::size_t Scan();
-  std::vector<Event>& events() { return events_; }
+  // Not locked: for tests and single-threaded callers. Elements never move (deque).
+  std::deque<Event>& events() { return events_; }
+  std::size_t EventCount() const;
   // Enables every event whose "provider:name" matches one of the globs; assigns ids to events
   // never enabled before in this session. Returns how many events were newly enabled.
   // The sites of all of them are patched in one batch.
@@ -72,14 +94,53 @@ class Registry {
   void ResetIds();
   std::vector<const Event*> EventsWithIds() const;
 
+  // include/hushtrace/probe.h. Scans, then attaches to every matching event.
+  ProbeHandle AddProbe(const std::string& glob, ProbeCallback callback, void* data,
+                       std::size_t* matched);
+  bool RemoveProbe(ProbeHandle handle);
+  // Modules pinned now (tests).
+  std::size_t PinnedModules() const;
+  // Drops the module references an idle registry released (dlclose). Call it with no lock held:
+  // dlclose takes the loader's lock, under which a module's constructor or destructor may emit
+  // an event whose slow path takes the session mutex.
+  void ClosePendingModules();
+
  private:
+  struct Module {
+    void* handle = nullptr;  // dlopen RTLD_NOLOAD reference; nullptr: the executable
+    std::uintptr_t base = 0;
+    std::vector<internal::Descriptor*> descriptors;
+    std::vector<patch::Site> sites;
+  };
+  struct Probe {
+    ProbeHandle handle;
+    std::string glob;
+    ProbeCallback callback;
+    void* data;
+  };
+  std::size_t ScanLocked();
+  void DisableAllLocked();
+  // Attaches the known probes to events [first, end).
+  void AttachProbes(std::size_t first);
+  // Publishes the lists of `changed` (probe slots), waits for a grace period, frees the old ones.
+  void Republish(const std::vector<Event*>& changed);
+  // No event enabled or probed: forgets pinned modules' descriptors and drops the pins.
+  void ReleaseIfIdle();
   // Adds `d` to its event; returns the event's index, or -1 for bad metadata.
   std::ptrdiff_t Add(internal::Descriptor* d);
   // Clears every state word; returns the sites of the events that were enabled.
   std::vector<patch::Site> ClearStates(std::memory_order order);
 
-  std::vector<Event> events_;
+  mutable std::recursive_mutex mu_;
+  std::deque<Event> events_;
   std::vector<internal::Descriptor*> seen_;
+  std::vector<Module> modules_;  // pinned modules (whose descriptors are in seen_)
+  std::vector<void*> unpin_;     // references released by ReleaseIfIdle, for ClosePendingModules
+  std::vector<Probe> probes_;
+  // Replaced probe lists without callbacks, freed after the next grace period (Republish).
+  std::vector<const probes::ProbeList*> retired_;
+  ProbeHandle next_probe_ = 1;
+  std::uint32_t next_slot_ = 0;
   std::uint32_t next_id_ = 0;
 };
 

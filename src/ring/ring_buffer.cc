@@ -146,7 +146,12 @@ std::unique_ptr<Ring> Ring::Create(int ring_dirfd, std::uint32_t index, const Ri
     return nullptr;
   }
   const std::size_t size = kRingHeaderSize + config.subbuf_size * config.subbuf_count;
-  if (::ftruncate(fd, static_cast<off_t>(size)) != 0) {
+  // The blocks are reserved now: a sparse ring whose pages are first touched through the mapping
+  // on a full file system kills the program with SIGBUS. fallocate() fails instead (ENOSPC,
+  // EFBIG); file systems without it keep the sparse file.
+  const bool sized = ::ftruncate(fd, static_cast<off_t>(size)) == 0 &&
+                     (::fallocate(fd, 0, 0, static_cast<off_t>(size)) == 0 || errno == EOPNOTSUPP);
+  if (!sized) {
     *error = "cannot size ring file " + name + ": " + std::strerror(errno);
     ::close(fd);
     ::unlinkat(ring_dirfd, name.c_str(), 0);
@@ -227,12 +232,12 @@ bool Ring::OpenPacket(internal::ThreadWriter& w, std::uint64_t ts, std::uint32_t
   header_->commit.offset.store(static_cast<std::uint64_t>(w.pos - data_), std::memory_order_release);
   packet_end_ = p + subbuf_size_;
   w.end.store(packet_end_, std::memory_order_relaxed);
-  open_ = true;
+  open_.store(true, std::memory_order_relaxed);
   return true;
 }
 
 void Ring::ClosePacket(internal::ThreadWriter& w, std::uint64_t ts_end) {
-  if (!open_) return;
+  if (!open_.load(std::memory_order_relaxed)) return;
   const std::uint64_t n = header_->produced.load(std::memory_order_relaxed);
   char* p = packet(n);
   last_end_ts_ = std::max(ts_end, w.last_ts);
@@ -253,7 +258,7 @@ void Ring::ClosePacket(internal::ThreadWriter& w, std::uint64_t ts_end) {
   w.end.store(nullptr, std::memory_order_relaxed);
   w.pos = nullptr;
   w.packet_events = 0;
-  open_ = false;
+  open_.store(false, std::memory_order_relaxed);
 }
 
 std::size_t Ring::CopyPacket(std::uint64_t seq, std::size_t from, std::size_t to) {

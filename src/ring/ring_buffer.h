@@ -8,6 +8,7 @@
 #ifndef HUSHTRACE_SRC_RING_RING_BUFFER_H_
 #define HUSHTRACE_SRC_RING_RING_BUFFER_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -53,11 +54,12 @@ class Ring {
                   const char* thread_name);
   // Closes the open packet (if any) at `ts_end` and publishes it.
   void ClosePacket(internal::ThreadWriter& w, std::uint64_t ts_end);
-  bool HasOpenPacket() const { return open_; }
+  // Any thread (relaxed): Core::Stop asks while a straggler may still be opening a packet.
+  bool HasOpenPacket() const { return open_.load(std::memory_order_relaxed); }
   std::uint64_t LastEndTimestamp() const { return last_end_ts_; }
   // Free bytes left in the open packet (0 if none is open).
   std::size_t Room(const internal::ThreadWriter& w) const {
-    return open_ ? static_cast<std::size_t>(packet_end_ - w.pos) : 0;
+    return open_.load(std::memory_order_relaxed) ? static_cast<std::size_t>(packet_end_ - w.pos) : 0;
   }
   void CountDiscarded(std::uint64_t n) {
     header_->discarded.store(header_->discarded.load(std::memory_order_relaxed) + n,
@@ -105,7 +107,10 @@ class Ring {
   bool owns_mapping_;
   RingHeader* header_;
   char* data_;
-  bool open_ = false;           // producer-private: a packet is open
+  // Written by the producer only; atomic because Core::Stop reads it while a thread still inside
+  // an event after Stop's bounded wait may open a packet (the answer may then be stale: Stop's
+  // count allows one event per such thread).
+  std::atomic<bool> open_{false};
   char* packet_end_ = nullptr;  // producer-private: end of the open packet
   // Producer-private (handed between threads under the session mutex): timestamp_end of the last
   // closed packet. Packets of one stream never go back in time, even across owner threads.

@@ -11,12 +11,12 @@
 namespace hush::sched {
 namespace {
 
-// sample_id trailer with PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU, at the end of
-// every non-sample record (sample_id_all).
+// sample_id trailer with PERF_SAMPLE_TID | PERF_SAMPLE_TIME, at the end of every non-sample record
+// (sample_id_all). No PERF_SAMPLE_CPU: a ring is one CPU's, and the kernel's cost of a record
+// grows with its size (bench/sched_perf_cost.cc: 24-byte switch records instead of 32).
 struct SampleId {
   std::uint32_t pid, tid;
   std::uint64_t time;
-  std::uint32_t cpu, reserved;
 };
 
 // Every configured CPU, not only those this thread may run on: other threads may be allowed
@@ -44,12 +44,12 @@ void PerfRings::Close() {
 bool PerfRings::Open(clockid_t clock, std::size_t data_pages, const std::vector<int>& tids,
                      PerfOpenFn open_fn, int* err, std::string* message) {
   const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  perf_event_attr a;
-  std::memset(&a, 0, sizeof a);
+  std::memset(&attr_, 0, sizeof attr_);
+  perf_event_attr& a = attr_;
   a.size = sizeof a;
   a.type = PERF_TYPE_SOFTWARE;
   a.config = PERF_COUNT_SW_DUMMY;
-  a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
+  a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
   a.sample_id_all = 1;
   a.context_switch = 1;
   a.task = 1;
@@ -62,47 +62,89 @@ bool PerfRings::Open(clockid_t clock, std::size_t data_pages, const std::vector<
   a.clockid = clock;
   a.watermark = 1;
   a.wakeup_watermark = static_cast<std::uint32_t>(data_pages * page / 4);
-  auto fail = [&](const std::string& what) {
-    *err = errno;
-    *message = what + ": " + std::strerror(errno);
-    Close();
-    return false;
-  };
+  open_fn_ = open_fn;
+  // Thread by thread, each on every CPU: a thread created by a listed thread while this runs
+  // inherits all of its creator's events or none, except in the short gap between the creator's
+  // per-CPU opens (the recorder drops the duplicate records that such a thread may then produce).
+  std::vector<Cpu> cpus;
+  std::vector<bool> offline;
   for (int cpu : ConfiguredCpus()) {
-    int leader = -1;
-    for (int tid : tids) {
-      int fd = open_fn(&a, tid, cpu);
-      if (fd < 0 && errno == EINVAL && a.inherit_thread) {
-        a.inherit_thread = 0;  // kernels before 5.13: forked children then share our rings
-        fd = open_fn(&a, tid, cpu);
-      }
-      if (fd < 0 && errno == ESRCH) continue;  // the thread exited meanwhile
-      if (fd < 0 && errno == ENODEV && leader < 0) break;  // offline CPU
-      if (fd < 0) return fail("perf_event_open(cpu " + std::to_string(cpu) + ")");
-      fds_.push_back(fd);
-      if (leader >= 0) {
-        if (::ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, leader) != 0) {
-          return fail("PERF_EVENT_IOC_SET_OUTPUT (cpu " + std::to_string(cpu) + ")");
+    Cpu c;
+    c.cpu = cpu;
+    cpus.push_back(c);
+    offline.push_back(false);
+  }
+  for (int tid : tids) {
+    for (std::size_t i = 0; i < cpus.size(); ++i) {
+      if (offline[i]) continue;
+      const OpenResult r = OpenOne(cpus[i], tid, data_pages * page, page);
+      if (r == kCpuOffline) offline[i] = true;
+      if (r == kThreadGone) break;
+      if (r == kFailed) {
+        *err = errno;
+        for (Cpu& c : cpus) {
+          if (c.map != nullptr) ::munmap(c.map, c.map_size);
         }
-        continue;
+        *message = last_error_ + ": " + std::strerror(errno);
+        Close();
+        return false;
       }
-      leader = fd;
-      Cpu c;
-      c.cpu = cpu;
-      c.data_size = data_pages * page;
-      c.map_size = c.data_size + page;
-      void* m = ::mmap(nullptr, c.map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-      if (m == MAP_FAILED) {
-        return fail("mmap of a " + std::to_string(c.map_size / 1024) +
-                    " KiB perf ring (cpu " + std::to_string(cpu) + ", see perf_event_mlock_kb)");
-      }
-      c.map = m;
-      cpus_.push_back(c);
     }
   }
+  for (const Cpu& c : cpus) {
+    if (c.leader >= 0) cpus_.push_back(c);
+  }
   if (cpus_.empty()) {
-    errno = ENODEV;
-    return fail("no CPU accepted a perf event");
+    *err = errno = ENODEV;
+    *message = std::string("no CPU accepted a perf event: ") + std::strerror(ENODEV);
+    Close();
+    return false;
+  }
+  return true;
+}
+
+PerfRings::OpenResult PerfRings::OpenOne(Cpu& c, int tid, std::size_t data_size, std::size_t page) {
+  int fd = open_fn_(&attr_, tid, c.cpu);
+  if (fd < 0 && errno == EINVAL && attr_.inherit_thread) {
+    attr_.inherit_thread = 0;  // kernels before 5.13: forked children then share our rings
+    fd = open_fn_(&attr_, tid, c.cpu);
+  }
+  if (fd < 0 && errno == ESRCH) return kThreadGone;  // the thread exited meanwhile
+  if (fd < 0 && errno == ENODEV && c.leader < 0) return kCpuOffline;
+  if (fd < 0) {
+    last_error_ = "perf_event_open(cpu " + std::to_string(c.cpu) + ")";
+    return kFailed;
+  }
+  fds_.push_back(fd);
+  if (c.leader >= 0) {
+    if (::ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, c.leader) != 0) {
+      last_error_ = "PERF_EVENT_IOC_SET_OUTPUT (cpu " + std::to_string(c.cpu) + ")";
+      return kFailed;
+    }
+    return kOpened;
+  }
+  c.data_size = data_size;
+  c.map_size = data_size + page;
+  void* m = ::mmap(nullptr, c.map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (m == MAP_FAILED) {
+    last_error_ = "mmap of a " + std::to_string(c.map_size / 1024) + " KiB perf ring (cpu " +
+                  std::to_string(c.cpu) + ", see perf_event_mlock_kb)";
+    return kFailed;
+  }
+  c.map = m;
+  c.leader = fd;
+  return kOpened;
+}
+
+bool PerfRings::AddThreads(const std::vector<int>& tids, std::string* message) {
+  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  for (Cpu& c : cpus_) {
+    for (int tid : tids) {
+      if (OpenOne(c, tid, c.data_size, page) == kFailed) {
+        *message = last_error_ + ": " + std::strerror(errno);
+        return false;
+      }
+    }
   }
   return true;
 }
@@ -150,7 +192,6 @@ std::size_t PerfRings::Drain(std::size_t i, const std::function<void(const PerfR
       r.pid = id.pid;
       r.tid = id.tid;
       r.time = id.time;
-      r.cpu = id.cpu;
     }
     const char* body = rec + sizeof h;
     const std::size_t body_size = h.size - sizeof h;

@@ -4,7 +4,7 @@
 // Recipe (unprivileged at perf_event_paranoid <= 2): PERF_COUNT_SW_DUMMY with context_switch,
 // task and comm records, exclude_kernel (else EACCES), inherit + inherit_thread (new threads of
 // this process, not forked children), one event per CPU with pid=0 (an inherited cpu=-1 event
-// cannot be mmapped), use_clockid, sample_id_all with TID|TIME|CPU.
+// cannot be mmapped), use_clockid, sample_id_all with TID|TIME (the CPU is the ring's).
 //
 // Ring protocol (perf_event_mmap_page): the kernel writes records and publishes data_head; the
 // reader loads data_head with acquire, reads the records, then stores data_tail with release so
@@ -48,6 +48,9 @@ class PerfRings {
   // On failure returns false with errno-style `*err` and a message; nothing stays open.
   bool Open(clockid_t clock, std::size_t data_pages, const std::vector<int>& tids, PerfOpenFn open_fn,
             int* err, std::string* message);
+  // Opens the same events for threads that were not in Open()'s list (created while it ran, before
+  // their creator's event existed to be inherited). A thread that exited meanwhile is skipped.
+  bool AddThreads(const std::vector<int>& tids, std::string* message);
   std::size_t cpu_count() const { return cpus_.size(); }
   int cpu(std::size_t i) const { return cpus_[i].cpu; }  // the CPU of ring i
   const std::vector<int>& fds() const { return fds_; }
@@ -62,11 +65,19 @@ class PerfRings {
  private:
   struct Cpu {
     int cpu = 0;
+    int leader = -1;  // the event whose ring the CPU's other events write to (SET_OUTPUT)
     void* map = nullptr;
     std::size_t map_size = 0;
     std::size_t data_size = 0;
     std::uint64_t head = 0;  // snapshot
   };
+  enum OpenResult { kOpened, kThreadGone, kCpuOffline, kFailed };
+  // One event of `tid` on `c.cpu`: the first becomes the CPU's leader and is mmapped.
+  OpenResult OpenOne(Cpu& c, int tid, std::size_t data_size, std::size_t page);
+
+  perf_event_attr attr_{};
+  PerfOpenFn open_fn_ = nullptr;
+  std::string last_error_;
   std::vector<Cpu> cpus_;
   std::vector<int> fds_;
   std::vector<char> scratch_;  // a record that wraps around the ring's end

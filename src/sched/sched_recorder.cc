@@ -24,6 +24,8 @@ int RealPerfOpen(perf_event_attr* attr, int tid, int cpu) {
 }
 
 std::atomic<PerfOpenFn> g_open_fn{RealPerfOpen};
+std::atomic<std::size_t> g_test_pages{0};
+std::atomic<bool> g_test_paused{false};
 
 // Ring size per CPU: the largest of these the memlock limit accepts (perf_event_mlock_kb is
 // 516 KiB per CPU for non-root users; other perf users of the same account share it).
@@ -45,6 +47,8 @@ std::string ThreadComm(int tid) { return session::ReadProcLine("/proc/self/task/
 }  // namespace
 
 void SchedRecorder::SetOpenFnForTest(PerfOpenFn fn) { g_open_fn.store(fn != nullptr ? fn : RealPerfOpen); }
+void SchedRecorder::SetRingPagesForTest(std::size_t pages) { g_test_pages.store(pages); }
+void SchedRecorder::PauseDrainForTest(bool paused) { g_test_paused.store(paused); }
 
 SchedRecorder::SchedRecorder(session::Core* core)
     : core_(core),
@@ -64,6 +68,7 @@ std::unique_ptr<SchedRecorder> SchedRecorder::Start(session::Core* core, std::st
   std::string message;
   bool opened = false;
   for (std::size_t pages : kDataPages) {
+    if (g_test_pages.load() != 0) pages = g_test_pages.load();
     opened = s->perf_.Open(s->clock_.perf_clock(), pages, tids, g_open_fn.load(), &err, &message);
     if (opened || (err != EPERM && err != ENOMEM) || message.rfind("mmap", 0) != 0) break;
   }
@@ -78,6 +83,28 @@ std::unique_ptr<SchedRecorder> SchedRecorder::Start(session::Core* core, std::st
     }
     return nullptr;
   }
+  // Threads created while Open() ran, by threads not yet covered, inherited nothing (or, in the
+  // gap between their creator's per-CPU opens, part): list the threads again and give the new
+  // ones events of their own, until the list is stable (at most 16 rounds: a process may keep
+  // creating threads from uncovered ones). A new thread may have inherited its creator's events
+  // as well: nothing tells (perf writes the FORK record after copying the events, so an event
+  // opened in between leaves a FORK record without a copy); its records then come twice, one
+  // after the other, and IsDuplicate() drops the copies.
+  std::vector<int> known = tids;
+  std::sort(known.begin(), known.end());
+  for (int round = 0; round < 16; ++round) {
+    std::vector<int> added;
+    for (int tid : ThreadsOfThisProcess()) {
+      if (!std::binary_search(known.begin(), known.end(), tid)) added.push_back(tid);
+    }
+    if (added.empty()) break;
+    if (!s->perf_.AddThreads(added, &message)) {
+      *error = message;
+      return nullptr;
+    }
+    known.insert(known.end(), added.begin(), added.end());
+    std::sort(known.begin(), known.end());
+  }
   s->wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (s->wake_fd_ < 0) {
     *error = std::string("eventfd: ") + std::strerror(errno);
@@ -88,7 +115,7 @@ std::unique_ptr<SchedRecorder> SchedRecorder::Start(session::Core* core, std::st
   for (std::size_t i = 0; i < s->stream_count_; ++i) {
     std::snprintf(s->streams_[i].name, sizeof s->streams_[i].name, "hush-sched/%u", static_cast<unsigned>(s->perf_.cpu(i)) % 10000u);
   }
-  s->initial_tids_ = tids;
+  s->initial_tids_ = known;
   SchedRecorder* self = s.get();
   s->thread_ = session::StartMaskedThread("hush-sched", [self] { self->Loop(); });
   return s;
@@ -116,6 +143,16 @@ void SchedRecorder::Stop() {
   perf_.Close();  // the session's Core outlives it (core.h): free the kernel's buffers now
 }
 
+void SchedRecorder::ReleaseInChild() {
+  perf_.Close();
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+  wake_fd_ = -1;
+  stopped_ = true;
+  stream_count_ = 0;
+  // thread_ stays as it is: it names the parent's thread, and this object is never destroyed in
+  // the child (the parent's Core is kept forever: core.h).
+}
+
 void SchedRecorder::SamplePair() {
   if (!use_tsc_) return;
   std::uint64_t ticks = 0, ns = 0;
@@ -130,14 +167,22 @@ void SchedRecorder::Loop() {
   for (int fd : perf_.fds()) fds.push_back({fd, POLLIN, 0});
   // Here, not in Start(): Start() runs under the session mutex, which attaching a ring takes.
   // Every CPU's stream gets its ring now, so its first packet begins at the session's start.
-  for (std::size_t i = 0; i < stream_count_; ++i) {
-    std::uint64_t ts = start_ts_;
-    Attach(streams_[i], &ts);
+  if (core_->forked_child()) {
+    names_pending_ = true;
+  } else {
+    for (std::size_t i = 0; i < stream_count_; ++i) {
+      std::uint64_t ts = start_ts_;
+      Attach(streams_[i], &ts);
+    }
+    EmitInitialNames(initial_tids_);
   }
-  EmitInitialNames(initial_tids_);
   for (;;) {
     const int n = ::poll(fds.data(), fds.size(), 50);
     const bool stopping = n > 0 && (fds[0].revents & POLLIN) != 0;
+    if (!stopping && g_test_paused.load(std::memory_order_relaxed)) {
+      ::usleep(5000);  // the rings stay above their watermark: do not spin
+      continue;
+    }
     DrainAll();
     if (stopping) return;
   }
@@ -201,11 +246,30 @@ void SchedRecorder::EmitInitialNames(const std::vector<int>& tids) {
   }
 }
 
+bool SchedRecorder::IsDuplicate(CpuStream& s, const PerfRecord& r) {
+  if (r.kind == PERF_RECORD_LOST) {
+    s.last_kind.clear();
+    return false;
+  }
+  const std::uint32_t kind = r.kind * 2 + (r.switch_out ? 1 : 0);
+  if (s.last_kind.size() >= kMaxTracked) s.last_kind.clear();
+  auto [it, inserted] = s.last_kind.try_emplace(r.tid, kind);
+  if (inserted) return false;
+  if (it->second == kind && r.kind != PERF_RECORD_COMM) return true;
+  it->second = kind;
+  return false;
+}
+
 void SchedRecorder::OnRecord(std::size_t stream, const PerfRecord& r) {
   CpuStream& s = streams_[stream];
+  if (IsDuplicate(s, r)) return;
   const std::uint64_t ts = clock_.ToSession(r.time);
   // The reader's own thread is left out (its start, name and switches are ours, not the app's).
   if (r.kind != PERF_RECORD_LOST && r.tid == reader_tid_.load(std::memory_order_relaxed)) return;
+  if (names_pending_) {
+    names_pending_ = false;
+    EmitInitialNames(initial_tids_);
+  }
   switch (r.kind) {
     case PERF_RECORD_SWITCH:
       if (r.pid != pid_) return;

@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "hushtrace/internal/thread_writer.h"
@@ -37,15 +38,32 @@ class SchedRecorder {
   ~SchedRecorder();
   // Final drain, then releases the session's rings. Idempotent.
   void Stop();
+  // In a fork child, on the parent's recorder (whose thread does not exist there): closes the
+  // child's copies of the perf fds and maps, which would keep the parent's buffers alive.
+  void ReleaseInChild();
   // Tests: replaces perf_event_open (nullptr restores it).
   static void SetOpenFnForTest(PerfOpenFn fn);
+  // Tests: perf ring pages per CPU for the next Start() (0: the default sizes), and a reader that
+  // stops draining (the kernel then loses records and reports them with PERF_RECORD_LOST).
+  static void SetRingPagesForTest(std::size_t pages);
+  static void PauseDrainForTest(bool paused);
 
  private:
   struct CpuStream {
     internal::ThreadWriter w{};
     ring::Ring* ring = nullptr;
     char name[16] = {};
+    // tid -> kind of its last record on this CPU (Signature()). A thread that holds both its own
+    // events and inherited copies (created while Start() ran) produces each record twice, one
+    // after the other: a thread's switch records alternate out/in on a CPU, and a thread starts,
+    // exits or is named once at a time, so a record whose kind repeats the previous one of its
+    // thread is such a copy. Cleared on a LOST record (a lost record breaks the alternation) and
+    // when it grows past kMaxTracked threads.
+    std::unordered_map<std::uint32_t, std::uint32_t> last_kind;
   };
+  static constexpr std::size_t kMaxTracked = 1 << 16;
+  // Drops the second copy of a duplicated record (CpuStream::last_kind).
+  static bool IsDuplicate(CpuStream& s, const PerfRecord& r);
   explicit SchedRecorder(session::Core* core);
   void Loop();
   void DrainAll();
@@ -70,6 +88,9 @@ class SchedRecorder {
   std::uint32_t pid_ = 0;
   std::uint64_t start_ts_ = 0;  // session clock, taken before the perf events were opened
   std::vector<int> initial_tids_;  // threads at start: their names are emitted first
+  // A fork child's recorder writes its streams' first packets (and the initial names) at its
+  // first record, not at start: a child that execs at once leaves no file.
+  bool names_pending_ = false;
   std::atomic<std::uint32_t> reader_tid_{0};
   int wake_fd_ = -1;  // eventfd: Stop() -> reader
   std::thread thread_;

@@ -1,5 +1,6 @@
 // Session start/stop, the consumer thread and trace-directory management.
 #include "session/core.h"
+#include "session/crash_handler.h"
 #include "session/masked_thread.h"
 #include "sched/sched_events.h"
 #include "sched/sched_recorder.h"
@@ -197,6 +198,7 @@ void Core::ForgetInChild() {
   // back to NOPs (src/patch); if another thread of the parent was in the middle of a patch batch,
   // they keep their jumps, which find every state 0.
   GlobalRegistry().DisableAllInChild();
+  crash::Disarm();  // a crash of the child is not the parent's trace's
   // This thread's writer points into a MAP_SHARED ring of the parent: detach it.
   internal::ThreadWriter& w = internal::tls_writer;
   w.end.store(nullptr, std::memory_order_relaxed);
@@ -220,7 +222,6 @@ void Core::OnForkChild() {
   auto* child = new Core();
   g_fork_child_core = child;
   child->options_ = parent->options_;
-  child->options_.sched = false;  // not followed into children (docs/architecture.md)
   child->output_dir_ = parent->output_dir_;
   child->dirfd_ = parent->dirfd_;
   child->ring_dirfd_ = parent->ring_dirfd_;
@@ -242,6 +243,17 @@ void Core::OnForkChild() {
   w.packet_events = 0;
   ForgetThreadInChild();
   active_.store(child, std::memory_order_release);
+  // The parent's perf events are not inherited by forked processes (inherit_thread): the child
+  // opens its own. Its reader thread creates no file before the child's first record, so a
+  // child that execs at once leaves nothing behind.
+  if (parent->sched_ != nullptr) {
+    parent->sched_->ReleaseInChild();
+    // ThreadSanitizer aborts a process that starts a thread after a multi-threaded fork (its
+    // die_after_fork); glibc supports it. TSan builds leave --sched children without sched streams.
+#if !defined(__SANITIZE_THREAD__)
+    if (child->options_.sched) child->StartSched();
+#endif
+  }
 }
 
 void Core::WarnOnce(std::atomic<bool>& flag, const char* message) {
@@ -362,6 +374,7 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
     active_.store(nullptr, std::memory_order_release);
     return false;
   }
+  crash::Arm(ring_dirfd_);  // a fatal signal marks .ring (crash_handler.h)
   static std::once_flag fork_once;
   std::call_once(fork_once, [] { ::pthread_atfork(nullptr, nullptr, [] { Core::OnForkChild(); }); });
   if (options_.mode == Mode::kFlight) {
@@ -376,15 +389,17 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
     });
     consumer_ = StartMaskedThread("hush-snapshot", [this] { SignalLoop(); });
   }
-  if (options_.sched) {
-    std::string why;
-    sched_ = sched::SchedRecorder::Start(this, &why);  // takes mu_ only from its own thread
-    if (!sched_) {
-      std::fprintf(stderr, "hushtrace: --sched: no scheduler events in this trace: %s; the rest is recorded\n",
-                   why.c_str());
-    }
-  }
+  if (options_.sched) StartSched();
   return true;
+}
+
+void Core::StartSched() {
+  std::string why;
+  sched_ = sched::SchedRecorder::Start(this, &why);  // takes mu_ only from its own thread
+  if (!sched_) {
+    std::fprintf(stderr, "hushtrace: --sched: no scheduler events in this trace: %s; the rest is recorded\n",
+                 why.c_str());
+  }
 }
 
 bool Core::WriteMetadata(std::string* error) {
@@ -406,6 +421,7 @@ ring::Ring* Core::Attach(internal::ThreadWriter& w, bool fresh) {
   const std::uint32_t index = ring_count_.load(std::memory_order_relaxed);
   if (index == kMaxRings) {
     WarnOnce(warned_alloc_, "too many threads: the thread's events are discarded");
+    CountUnattached();
     return nullptr;
   }
   ring::RingConfig config;
@@ -448,6 +464,7 @@ ring::Ring* Core::Attach(internal::ThreadWriter& w, bool fresh) {
       std::fprintf(stderr, "hushtrace: %s; the events of threads without a buffer are discarded\n",
                    error.c_str());
     }
+    CountUnattached();
     return nullptr;
   }
   RingSlot& slot = slots_[index];
@@ -647,6 +664,11 @@ void Core::Stop() {
     std::fprintf(stderr, "hushtrace: %llu events were lost because %s could not be written\n",
                  static_cast<unsigned long long>(lost), output_dir_.c_str());
   }
+  if (const std::uint64_t n = unattached_events_.load(std::memory_order_relaxed); n != 0) {
+    std::fprintf(stderr, "hushtrace: %llu events of threads without a buffer were discarded\n",
+                 static_cast<unsigned long long>(n));
+  }
+  crash::Disarm();
   // Everything is on disk: the ring files are only needed to recover a crashed writer. The
   // mappings stay valid after the unlink (see core.h: rings are never unmapped).
   for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
@@ -687,6 +709,7 @@ SessionStats Core::Stats() const {
   s.snapshots_triggered = triggers_fired_.load(std::memory_order_relaxed);
   s.triggers_suppressed = triggers_suppressed_.load(std::memory_order_relaxed);
   s.events_filtered_out = filtered_out_.load(std::memory_order_relaxed);
+  s.events_without_buffer = unattached_events_.load(std::memory_order_relaxed);
   return s;
 }
 

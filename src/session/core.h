@@ -74,6 +74,7 @@ class Core {
   // events fit in one packet per thread never pays for a thread (its events are written at exit).
   void EnsureConsumer();
   bool use_tsc() const { return calibration_.use_tsc; }
+  bool forked_child() const { return forked_child_; }
   std::uint64_t clock_hz() const { return calibration_.freq_hz; }
   std::uint64_t generation() const { return generation_; }
   void WarnOnce(std::atomic<bool>& flag, const char* message);
@@ -83,10 +84,14 @@ class Core {
   std::atomic<bool> warned_oversize_{false};
   std::atomic<bool> warned_alloc_{false};
   std::atomic<bool> warned_attach_{false};  // a thread's buffer could not be created
+  // Events of threads whose buffer could not be created (no stream records them): counted in
+  // Stats().events_without_buffer and reported by Stop(). Relaxed: a statistic.
+  void CountUnattached() { unattached_events_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
   void ConsumerLoop();
   void SignalLoop();
+  void StartSched();  // --sched; a refusal is reported once and the rest recorded
   bool WriteMetadata(std::string* error);
   ring::Ring* Attach(internal::ThreadWriter& w, bool fresh = false);  // mu_ held
   void WriteAll(bool include_open);
@@ -132,6 +137,7 @@ class Core {
   // (never recorded). Written by Start() only, before the state words that point readers here.
   std::vector<std::unique_ptr<filter::Program>> filters_;
   std::atomic<std::uint64_t> filtered_out_{0};
+  std::atomic<std::uint64_t> unattached_events_{0};
 };
 
 // The clock UUID in DIR/metadata ("" if DIR holds no readable hushtrace metadata).

@@ -10,18 +10,25 @@
 
 namespace hush::session {
 
+// Set on the library's threads (src/session/thread_attach.cc): their events are dropped
+// uncounted, before any attach (see ReserveSlow).
+extern thread_local bool t_library_thread;
+
 // The library's own threads block every asynchronous signal: a process-directed signal goes to
 // an application thread, and an application handler (which may trace, and so attach and
 // allocate) never runs on a thread the library owns. Fault signals stay open: blocking them
 // would turn a crash into a silent kill. The new thread inherits the mask set around its creation.
-// It is named (`name`, at most 15 characters) before this returns.
+// It is named (`name`, at most 15 characters) before this returns, and records no event.
 template <class Body>
 std::thread StartMaskedThread(const char* name, Body&& body) {
   sigset_t all, previous;
   sigfillset(&all);
   for (int fault : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT}) sigdelset(&all, fault);
   ::pthread_sigmask(SIG_SETMASK, &all, &previous);
-  std::thread thread(std::forward<Body>(body));
+  std::thread thread([b = std::forward<Body>(body)]() mutable {
+    t_library_thread = true;
+    b();
+  });
   ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   ::pthread_setname_np(thread.native_handle(), name);
   return thread;

@@ -153,6 +153,7 @@ void Session::Stop() {
   stopped_ = true;
   StopFunctions();
   if (g_core != nullptr) g_core->Stop();
+  session::GlobalRegistry().ClosePendingModules();  // outside Core's mutex (registry.h)
 }
 
 bool Session::Snapshot(std::string* error) {

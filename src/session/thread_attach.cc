@@ -13,7 +13,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "registry/probes.h"
 #include "session/core.h"
+#include "session/masked_thread.h"
 
 namespace hush::internal {
 
@@ -22,6 +24,9 @@ thread_local constinit ThreadWriter tls_writer __attribute__((tls_model("initial
 }  // namespace hush::internal
 
 namespace hush::session {
+
+thread_local bool t_library_thread = false;  // masked_thread.h
+
 namespace {
 
 thread_local std::uint32_t t_tid = 0;
@@ -128,7 +133,9 @@ char* ReserveInRing(Core* core, ring::Ring* r, internal::ThreadWriter& w, std::u
 
 namespace hush::internal {
 
-char* ReserveSlow(ThreadWriter& w, std::uint32_t id, std::uint64_t ts, std::size_t payload_size) {
+namespace {
+
+char* ReserveRecorded(ThreadWriter& w, std::uint32_t id, std::uint64_t ts, std::size_t payload_size) {
   using session::Core;
   Core* core = Core::Active();
   auto* r = static_cast<ring::Ring*>(w.ring);
@@ -140,8 +147,15 @@ char* ReserveSlow(ThreadWriter& w, std::uint32_t id, std::uint64_t ts, std::size
   if (core == nullptr) return nullptr;
   if (!core->use_tsc()) ts = clock::Now(false);
   if (!attached) {
-    if (r == nullptr && w.generation == core->generation()) return nullptr;  // attach failed
-    r = session::AttachThisThread(core, w);
+    // The library's own threads never record: a traced function they call (function tracing of
+    // a binary whose std::string code the runtime binds to) must not attach while the thread
+    // holds the session mutex, as the consumer does when it writes.
+    if (session::t_library_thread) return nullptr;
+    if (r == nullptr && w.generation == core->generation()) {  // attach failed
+      core->CountUnattached();
+      return nullptr;
+    }
+    r = session::AttachThisThread(core, w);  // counts the event if the buffer cannot be made
     if (r == nullptr) return nullptr;
     // The ring may have carried another thread's packets until just now: stamp this first event
     // at attach time so that the stream's timestamps never go backwards.
@@ -155,7 +169,7 @@ char* ReserveSlow(ThreadWriter& w, std::uint32_t id, std::uint64_t ts, std::size
                                 /*own_thread=*/true);
 }
 
-void CommitSlow(ThreadWriter& w, std::uint32_t id, char* payload, char* end) {
+void CommitRecorded(ThreadWriter& w, std::uint32_t id, char* payload, char* end) {
   if ((id & kFilterIdBit) != 0) {
     // Pairs with the release store of the descriptor's state word (read relaxed by the caller):
     // the filter table that word points to is visible.
@@ -170,6 +184,27 @@ void CommitSlow(ThreadWriter& w, std::uint32_t id, char* payload, char* end) {
     }
   }
   Commit(w, end);
+}
+
+}  // namespace
+
+// Probed events (kProbeIdBit, src/registry/probes.h): recorded under the id the probe list gives,
+// else encoded into a per-thread scratch area, so that the probes always see the payload. A
+// nested probed event is dropped like any nested event.
+char* ReserveSlow(ThreadWriter& w, std::uint32_t id, std::uint64_t ts, std::size_t payload_size) {
+  if ((id & kProbeIdBit) == 0 || w.nesting.load(std::memory_order_relaxed) != 1) {
+    return ReserveRecorded(w, id, ts, payload_size);
+  }
+  const std::int64_t recorded = registry::probes::BeginEvent(id);
+  char* p = recorded >= 0 ? ReserveRecorded(w, static_cast<std::uint32_t>(recorded), ts, payload_size)
+                          : nullptr;
+  return p != nullptr ? p : registry::probes::Scratch(payload_size);
+}
+
+void CommitSlow(ThreadWriter& w, std::uint32_t id, char* payload, char* end) {
+  if ((id & kProbeIdBit) == 0) return CommitRecorded(w, id, payload, end);
+  if (!registry::probes::IsScratch(payload)) CommitRecorded(w, registry::probes::RecordedId(), payload, end);
+  registry::probes::RunProbes(id, payload, end);
 }
 
 }  // namespace hush::internal

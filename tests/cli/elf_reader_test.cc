@@ -204,6 +204,22 @@ TEST(ElfReader, FindsTheArrayThroughTheNote) {
   EXPECT_TRUE(m.has_section);
   EXPECT_EQ(Names(m), ProgramNames());
   EXPECT_FALSE(m.build_id.empty());
+  // The static-key sites come through their own note just as well (section hush_jump).
+  const auto jump_sites = [](const ModuleTracepoints& t) {
+    std::vector<std::size_t> v;
+    for (const auto& tp : t.tracepoints) v.push_back(tp.jump_sites);
+    return v;
+  };
+  const ModuleTracepoints with_sections = ReadImage(original, &error, &ok);
+  ASSERT_TRUE(ok) << error;
+  EXPECT_EQ(jump_sites(m), jump_sites(with_sections));
+#if !defined(HUSH_NO_STATIC_KEYS) && defined(__x86_64__)
+  // One patchable NOP per site; a span's site has two (its begin and its end).
+  for (const auto& tp : with_sections.tracepoints) {
+    const std::size_t per_site = std::string(registry::KindName(tp.meta.kind)) == "span" ? 2 : 1;
+    EXPECT_EQ(tp.jump_sites, per_site * tp.sites) << tp.meta.FullName();
+  }
+#endif
 
   std::string renamed = original;
   const std::size_t at = renamed.find(std::string("hush_desc\0", 10));
@@ -240,7 +256,7 @@ TEST(ElfReader, SurvivesCorruptedImages) {
   std::vector<std::pair<std::uint64_t, std::uint64_t>> areas = {
       {0, 64 + 56 * f->segments().size()}};
   for (const char* name :
-       {"hush_desc", ".rela.dyn", ".dynamic", ".note.hushtrace", ".rodata", ".data"}) {
+       {"hush_desc", "hush_jump", ".rela.dyn", ".dynamic", ".note.hushtrace", ".rodata", ".data"}) {
     if (const ElfFile::Section* s = f->FindSection(name))
       areas.emplace_back(s->header.sh_offset, s->header.sh_size);
   }

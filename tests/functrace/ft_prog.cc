@@ -12,6 +12,7 @@
 //   threads     threads created and exiting while patched, each calling traced functions
 //   fork        the child calls traced functions (patched code, copied shadow stack) and exits
 //   dlopen      a module built with the flags, loaded after tracing started (argv[2])
+//   dlreopen    the same module loaded, called, unloaded, then loaded and called again
 //   deep        recursion deeper than the shadow stack (untraced below it, counted)
 #include <dlfcn.h>
 #include <pthread.h>
@@ -285,6 +286,23 @@ int Dlopen(const char* path) {
   return 0;
 }
 
+// dlopen, calls, dlclose (unloaded: the only reference), dlopen again, the same calls: the
+// second copy must be traced too.
+int Dlreopen(const char* path) {
+  for (int round = 0; round < 2; ++round) {
+    void* h = dlopen(path, RTLD_NOW);
+    if (h == nullptr) {
+      std::fprintf(stderr, "dlopen: %s\n", dlerror());
+      return 1;
+    }
+    auto square = reinterpret_cast<long (*)(long)>(dlsym(h, "ft_mod_square"));
+    if (square == nullptr) return 1;
+    for (long i = 0; i < 100; ++i) Check(square(i) == i * i, "ft_mod_square");
+    if (dlclose(h) != 0) return 1;
+  }
+  return 0;
+}
+
 int Deep() {
   // Run on a thread with a large stack: 20,000 frames of deep() exceed the shadow stack.
   pthread_attr_t attr;
@@ -313,6 +331,7 @@ int main(int argc, char** argv) {
   if (mode == "threads") rc = Threads();
   if (mode == "fork") rc = Fork();
   if (mode == "dlopen" && argc > 2) rc = Dlopen(argv[2]);
+  if (mode == "dlreopen" && argc > 2) rc = Dlreopen(argv[2]);
   if (mode == "deep") rc = Deep();
   for (int f = 0; f < kCount; ++f) {
     if (long n = g_calls[f].load()) std::printf("count %s %ld\n", kNames[f], n);

@@ -10,6 +10,8 @@
 //                                     stdin, emits N2 more, returns from main
 //   hush_child fsize B N F            emits event 0 if F is "attached" (the thread's ring exists),
 //                                     sets RLIMIT_FSIZE to B bytes, emits the rest of 0..N-1
+//   hush_child aslimit N              limits its address space so that no ring can be mapped, emits N
+//   hush_child unwritable N1 N2       emits N1, waits for a line on stdin, emits N2 on two threads
 //
 // child:seq carries (thread, seq) with seq counting from 0 per thread; child:last carries how
 // many quota events were emitted before exit() was called.
@@ -77,18 +79,22 @@ int Threads(std::uint32_t t, std::uint64_t n) {
   std::abort();
 }
 
+// Waits for a line on stdin, waking up now and then: ThreadSanitizer delivers a signal (SIGUSR2)
+// to a thread only when it passes through one of its interceptors.
+bool WaitForLine() {
+  pollfd in = {0, POLLIN, 0};
+  while (::poll(&in, 1, 20) == 0) {
+  }
+  char line[64];
+  return std::fgets(line, sizeof line, stdin) != nullptr;
+}
+
 int FlightWait(std::uint64_t n1, std::uint64_t n2) {
   std::uint64_t i = 0;
   for (; i < n1; ++i) HUSH_TRACE(child, seq, std::uint32_t{0}, i);
   std::printf("child: ready\n");
   std::fflush(stdout);
-  // Wake up now and then while waiting: ThreadSanitizer delivers a signal (SIGUSR2) to a thread
-  // only when it passes through one of its interceptors.
-  pollfd in = {0, POLLIN, 0};
-  while (::poll(&in, 1, 20) == 0) {
-  }
-  char line[64];
-  if (std::fgets(line, sizeof line, stdin) == nullptr) return 3;
+  if (!WaitForLine()) return 3;
   for (; i < n1 + n2; ++i) HUSH_TRACE(child, seq, std::uint32_t{0}, i);
   std::printf("child: done\n");
   return 0;
@@ -107,6 +113,42 @@ int FileSizeLimit(std::uint64_t bytes, std::uint64_t n, const std::string& first
   return 0;
 }
 
+// Address space limited to what the process maps now plus 16 MiB, before its first event: the
+// ring (HUSHTRACE_BUFFER_SIZE above that) cannot be mapped.
+int AddressSpaceLimit(std::uint64_t n) {
+  std::uint64_t vm_kib = 0;
+  if (FILE* f = std::fopen("/proc/self/status", "r")) {
+    char line[256];
+    while (std::fgets(line, sizeof line, f) != nullptr) {
+      if (std::strncmp(line, "VmSize:", 7) == 0) vm_kib = std::strtoull(line + 7, nullptr, 10);
+    }
+    std::fclose(f);
+  }
+  const rlimit limit = {(vm_kib << 10) + (16u << 20), RLIM_INFINITY};
+  if (vm_kib == 0 || ::setrlimit(RLIMIT_AS, &limit) != 0) {
+    std::perror("setrlimit");
+    return 3;
+  }
+  return Emit(n);
+}
+
+// Emits N1 events, prints "child: ready", waits for a line on stdin (the test makes the trace
+// directory unwritable meanwhile), then emits N2 more on this thread and N2 on a new thread.
+int Unwritable(std::uint64_t n1, std::uint64_t n2) {
+  std::uint64_t i = 0;
+  for (; i < n1; ++i) HUSH_TRACE(child, seq, std::uint32_t{0}, i);
+  std::printf("child: ready\n");
+  std::fflush(stdout);
+  if (!WaitForLine()) return 3;
+  std::thread other([n2] {
+    for (std::uint64_t k = 0; k < n2; ++k) HUSH_TRACE(child, seq, std::uint32_t{1}, k);
+  });
+  for (; i < n1 + n2; ++i) HUSH_TRACE(child, seq, std::uint32_t{0}, i);
+  other.join();
+  std::printf("child: done\n");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -117,9 +159,11 @@ int main(int argc, char** argv) {
   if (mode == "exit-thread" && argc == 4)
     ExitThread(static_cast<std::uint32_t>(Arg(argv, 2)), Arg(argv, 3));
   if (mode == "flight-wait" && argc == 4) return FlightWait(Arg(argv, 2), Arg(argv, 3));
+  if (mode == "aslimit" && argc == 3) return AddressSpaceLimit(Arg(argv, 2));
+  if (mode == "unwritable" && argc == 4) return Unwritable(Arg(argv, 2), Arg(argv, 3));
   if (mode == "fsize" && argc == 5) return FileSizeLimit(Arg(argv, 2), Arg(argv, 3), argv[4]);
   std::fprintf(stderr,
                "usage: hush_child emit N | threads T N | exit-thread T N | flight-wait N1 N2 |"
-               " fsize B N attached|fresh\n");
+               " fsize B N attached|fresh | aslimit N | unwritable N1 N2\n");
   return 2;
 }

@@ -2,10 +2,13 @@
 // static runtime) started with HUSHTRACE_* in their environment.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -453,6 +456,27 @@ std::uint64_t LostCountInMessage(const std::string& err) {
   return std::stoull(err.substr(begin + 11, at - begin - 11));
 }
 
+// A trace whose writes failed part way (file-size limit, full disk) after `emitted` events of one
+// thread: it reads, holds more than 1,000 of them in order, and whole packets are written or
+// lost: a packet that does not fit is lost, a later, smaller one (the last, partial packet) may
+// still fit. The trace counts exactly the events missing before its last one; the message
+// counts every lost event.
+void ExpectWholePacketsLostAndCounted(const ProcessResult& r, const std::string& out, std::uint64_t emitted) {
+  const Trace t = ReadTrace(out);
+  ASSERT_TRUE(t.ok) << "the trace written before the failure must stay valid: " << t.error;
+  const auto seqs = SeqsByThread(t);
+  ASSERT_EQ(seqs.size(), 1u);
+  const std::vector<std::uint64_t>& got = seqs.begin()->second;
+  EXPECT_GT(got.size(), 1000u);
+  EXPECT_LT(got.size(), emitted);
+  EXPECT_TRUE(std::is_sorted(got.begin(), got.end()) &&
+              std::adjacent_find(got.begin(), got.end()) == got.end());
+  const hushtest::RecordedLosses losses = hushtest::ReadRecordedLosses(out);
+  ASSERT_TRUE(losses.ok);
+  EXPECT_EQ(losses.discarded, got.back() + 1 - got.size());
+  EXPECT_EQ(LostCountInMessage(r.err), emitted - got.size()) << r.err;
+}
+
 TEST_P(ProcessTest, FileSizeLimitReachedWhileStreamingKeepsTheTraceValidAndCountsEveryLostEvent) {
   for (const char* mode : {"stream", "flight"}) {
     SCOPED_TRACE(mode);
@@ -468,22 +492,7 @@ TEST_P(ProcessTest, FileSizeLimitReachedWhileStreamingKeepsTheTraceValidAndCount
     EXPECT_EQ(CountLines(r.err), 2u) << r.err;  // the first failure, then the total at the end
     EXPECT_NE(r.err.find("writing the trace to " + out + " failed (File too large)"),
               std::string::npos) << r.err;
-    const Trace t = ReadTrace(out);
-    ASSERT_TRUE(t.ok) << "the trace written before the limit must stay valid: " << t.error;
-    const auto seqs = SeqsByThread(t);
-    ASSERT_EQ(seqs.size(), 1u);
-    const std::vector<std::uint64_t>& got = seqs.begin()->second;
-    EXPECT_GT(got.size(), 1000u) << "about 256 KiB of events fit";
-    EXPECT_LT(got.size(), kEvents);
-    // Whole packets are written or lost: a packet that does not fit is lost, a later, smaller
-    // one (the last, partial packet) may still fit. The trace counts exactly the events missing
-    // before its last one; the message counts every lost event.
-    EXPECT_TRUE(std::is_sorted(got.begin(), got.end()) &&
-                std::adjacent_find(got.begin(), got.end()) == got.end());
-    const hushtest::RecordedLosses losses = hushtest::ReadRecordedLosses(out);
-    ASSERT_TRUE(losses.ok);
-    EXPECT_EQ(losses.discarded, got.back() + 1 - got.size());
-    EXPECT_EQ(LostCountInMessage(r.err), kEvents - got.size()) << r.err;
+    ExpectWholePacketsLostAndCounted(r, out, kEvents);  // about 256 KiB of events fit
   }
 }
 
@@ -495,10 +504,113 @@ TEST_P(ProcessTest, FileSizeLimitBeforeTheFirstEventRefusesTheRingAndTheProgramR
   ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
   EXPECT_EQ(r.out, "child: emitted 1000\n");
   EXPECT_NE(r.err.find("cannot size ring file"), std::string::npos) << r.err;
-  EXPECT_EQ(CountLines(r.err), 1u) << r.err;
+  // The failure, then the count at the end.
+  EXPECT_EQ(CountLines(r.err), 2u) << r.err;
+  EXPECT_NE(r.err.find("hushtrace: 1000 events of threads without a buffer were discarded"), std::string::npos)
+      << r.err;
   const Trace t = ReadTrace(out);
   ASSERT_TRUE(t.ok) << t.error;
   EXPECT_EQ(t.events.size(), 0u);
+}
+
+TEST_P(ProcessTest, BufferAllocationFailureTurnsTracingOffWithAMessageAndTheProgramRunsOn) {
+  TempDir dir("proc");
+  const std::string out = dir.Sub("trace");
+  // The address space is limited to 16 MiB over what the child maps before its first event: a
+  // 64 MiB ring cannot be mapped.
+  const ProcessResult r =
+      Run({"aslimit", "1000"}, {"HUSHTRACE_EVENTS=child:*", Out(out), "HUSHTRACE_BUFFER_SIZE=64M"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  EXPECT_EQ(r.out, "child: emitted 1000\n");
+  EXPECT_NE(r.err.find("cannot map ring file ring_0: Cannot allocate memory"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("hushtrace: 1000 events of threads without a buffer were discarded"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(CountLines(r.err), 2u) << r.err;
+  EXPECT_FALSE(hushtest::Exists(out + "/.ring/ring_0")) << "the refused ring file is removed";
+  const Trace t = ReadTrace(out);
+  ASSERT_TRUE(t.ok) << t.error;
+  EXPECT_EQ(t.events.size(), 0u);
+}
+
+// A scope with a small tmpfs mounted on `path` (needs CAP_SYS_ADMIN).
+class SmallTmpfs {
+ public:
+  SmallTmpfs(const std::string& path, const char* size) : path_(path) {
+    ::mkdir(path.c_str(), 0700);
+    mounted_ = ::mount("tmpfs", path.c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
+                       (std::string("size=") + size + ",mode=0700").c_str()) == 0;
+    if (!mounted_) why_ = std::strerror(errno);
+  }
+  ~SmallTmpfs() {
+    if (mounted_) ::umount2(path_.c_str(), MNT_DETACH);
+  }
+  SmallTmpfs(const SmallTmpfs&) = delete;
+  SmallTmpfs& operator=(const SmallTmpfs&) = delete;
+  bool mounted() const { return mounted_; }
+  const std::string& why() const { return why_; }
+
+ private:
+  std::string path_;
+  bool mounted_ = false;
+  std::string why_;
+};
+
+TEST_P(ProcessTest, DiskFullWhileStreamingKeepsTheTraceValidAndCountsEveryLostEvent) {
+  TempDir dir("proc");
+  // 20 MiB: the 16 MiB ring (its blocks reserved when it is created) and about 4 MiB of stream.
+  // The ring holds all the events, so none is discarded for a full ring: every event missing
+  // from the trace was lost to the full disk.
+  const SmallTmpfs fs(dir.Sub("fs"), "20m");
+  if (!fs.mounted()) GTEST_SKIP() << "cannot mount a 20 MiB tmpfs here (" << fs.why() << ")";
+  const std::string out = dir.Sub("fs/trace");
+  constexpr std::uint64_t kEvents = 1'000'000;  // ~13 MB of events
+  const ProcessResult r = Run({"emit", std::to_string(kEvents)},
+                              {"HUSHTRACE_EVENTS=child:*", Out(out), "HUSHTRACE_BUFFER_SIZE=16M"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  EXPECT_EQ(r.out, "child: emitted 1000000\n");
+  // The first failure and the total; the final metadata rewrite fails too when the last write
+  // left less than a page (the metadata written at start then stays).
+  const bool metadata_failed = r.err.find("cannot write metadata: No space left on device") != std::string::npos;
+  EXPECT_EQ(CountLines(r.err), metadata_failed ? 3u : 2u) << r.err;
+  EXPECT_NE(r.err.find("writing the trace to " + out + " failed (No space left on device)"),
+            std::string::npos) << r.err;
+  ExpectWholePacketsLostAndCounted(r, out, kEvents);
+}
+
+// As root permissions do not stop writes: the child runs as nobody (setpriv), in a directory it
+// owns, and the test makes the trace directory read-only while the child streams. Open stream
+// files keep being written; what needs a new file fails: a new thread's buffer, the final
+// metadata rewrite.
+TEST_P(ProcessTest, OutputDirectoryMadeUnwritableWhileStreamingLosesOnlyWhatNeedsNewFiles) {
+  if (::geteuid() != 0 || ::access("/usr/bin/setpriv", X_OK) != 0) {
+    GTEST_SKIP() << "needs root and setpriv to run the child as another user";
+  }
+  TempDir dir("proc");
+  ASSERT_EQ(::chown(dir.path().c_str(), 65534, 65534), 0);
+  const std::string out = dir.Sub("trace");
+  hushtest::Child child({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", exe(),
+                         "unwritable", "1000", "5000"},
+                        ChildEnv({"HUSHTRACE_EVENTS=child:*", Out(out), "HUSHTRACE_BUFFER_SIZE=1M"}));
+  ASSERT_TRUE(child.started());
+  ASSERT_TRUE(child.WaitForOutput("child: ready")) << child.Stderr();
+  ASSERT_EQ(::chmod(out.c_str(), 0500), 0);
+  ASSERT_EQ(::chmod((out + "/.ring").c_str(), 0500), 0);
+  ASSERT_TRUE(child.WriteStdin("go\n"));
+  const ProcessResult r = child.Wait();
+  ::chmod(out.c_str(), 0700);
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  EXPECT_EQ(r.out, "child: ready\nchild: done\n");
+  EXPECT_NE(r.err.find("cannot create ring file ring_1: Permission denied"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("hushtrace: 5000 events of threads without a buffer were discarded"), std::string::npos)
+      << r.err;
+  // The refused buffer, the final metadata rewrite (the metadata written at start stays), the count.
+  EXPECT_NE(r.err.find("cannot write metadata: Permission denied"), std::string::npos) << r.err;
+  EXPECT_EQ(CountLines(r.err), 3u) << r.err;
+  const Trace t = ReadTrace(out);
+  ASSERT_TRUE(t.ok) << "the trace must stay valid: " << t.error;
+  const auto seqs = SeqsByThread(t);
+  ASSERT_EQ(seqs.size(), 1u) << "only the thread that had its buffer";
+  EXPECT_TRUE(IsRange(seqs.begin()->second, 0, 6000)) << "its stream file stays writable";
 }
 
 INSTANTIATE_TEST_SUITE_P(Linkage, ProcessTest, testing::Values("hush_child", "hush_child_static"),

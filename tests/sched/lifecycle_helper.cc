@@ -2,9 +2,11 @@
 //   lifecycle_helper exec-parent   emits lc:hello gen=0, runs `lifecycle_helper exec-child`
 //                                  (fork + exec), waits for it, emits gen=2
 //   lifecycle_helper exec-child    emits lc:hello gen=1 (10 times)
-//   lifecycle_helper fork          emits gen=0, forks a child that emits gen=1 (10 times) and
-//                                  exits normally, waits for it, emits gen=2
+//   lifecycle_helper fork          emits gen=0, forks a child that emits gen=1 (10 times), sleeps
+//                                  1 ms 3 times (context switches for --sched) and exits normally,
+//                                  waits for it, emits gen=2
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -47,6 +49,10 @@ int main(int argc, char** argv) {
   if (pid == 0) {
     if (mode == "fork") {
       Emit(1, 10);
+      for (int i = 0; i < 3; ++i) {
+        const timespec ms = {0, 1000 * 1000};
+        ::nanosleep(&ms, nullptr);
+      }
       std::exit(0);
     }
     char child_mode[] = "exec-child";

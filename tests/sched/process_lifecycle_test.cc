@@ -48,14 +48,18 @@ TEST(ProcessLifecycle, ForkedChildrenWriteTheirOwnStreamsWhileAThreadEmits) {
 
   std::atomic<bool> quit{false};
   std::atomic<std::uint32_t> emitter_tid{0};
+  std::atomic<std::uint64_t> emitted{0};
   std::thread emitter([&] {
     emitter_tid = static_cast<std::uint32_t>(::syscall(SYS_gettid));
     // Paced (bursts of 16, then 20 us) so that slow forks (sanitizers) do not make a huge trace.
     for (std::uint64_t i = 0; !quit.load(std::memory_order_relaxed); ++i) {
       HUSH_TRACE(lct, seq, Pid(), i);
+      emitted.store(i + 1, std::memory_order_relaxed);
       if (i % 16 == 15) std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
   });
+  // The forks happen while the emitter emits (on a loaded machine it may not have run yet).
+  while (emitted.load(std::memory_order_relaxed) < 16) std::this_thread::yield();
   HUSH_TRACE(lct, seq, Pid(), 0);  // this thread's writer points into a ring of the parent
   constexpr int kChildren = 5;
   constexpr std::uint64_t kChildEvents = 1000;
@@ -253,6 +257,73 @@ TEST(ProcessLifecycle, RecordSchedRecordsTheProgramsSwitches) {
   EXPECT_NE(bt.out.find("sched:thread_name"), std::string::npos) << bt.out;
   // The parent waits for its child: it was switched out while the child ran.
   EXPECT_NE(bt.out.find("sched:switch_in"), std::string::npos) << bt.out;
+}
+
+// Lines of babeltrace2's text output naming event `name` whose `tid` field is `tid`.
+std::size_t CountEventsOfThread(const std::string& out, const std::string& name, std::uint32_t tid) {
+  std::size_t n = 0, at = 0;
+  const std::string field = "tid = " + std::to_string(tid) + ",";
+  while ((at = out.find(name + ":", at)) != std::string::npos) {
+    const std::size_t eol = out.find('\n', at);
+    if (out.substr(at, eol - at).find(field) != std::string::npos) ++n;
+    at = eol;
+  }
+  return n;
+}
+
+// A forked child of a --sched session records its own switches (perf events of its own; the
+// parent's are not inherited across fork) into its own streams of the same trace.
+TEST(ProcessLifecycle, RecordSchedFollowsAForkedChild) {
+#if defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "TSan builds start no thread in a fork child (src/session/core.cc, OnForkChild)";
+#endif
+  TempDir tmp("lifecycle_sched_fork");
+  const Recorded r = Record(tmp, "fork", true, true);
+  ASSERT_TRUE(r.record.exited && r.record.exit_code == 0) << r.record.Describe();
+  ASSERT_NE(r.child, 0u);
+  if (r.record.err.find("--sched: no scheduler events") != std::string::npos) {
+    GTEST_SKIP() << "perf_event_open refused here: " << r.record.err;
+  }
+  const hushtest::ProcessResult bt = Babeltrace({r.dir});
+  ASSERT_TRUE(bt.exited && bt.exit_code == 0) << bt.Describe();
+  // The child slept 3 times: at least 3 switch-outs and switch-ins of its thread.
+  EXPECT_GE(CountEventsOfThread(bt.out, "sched:switch_out", r.child), 3u) << bt.out;
+  EXPECT_GE(CountEventsOfThread(bt.out, "sched:switch_in", r.child), 3u) << bt.out;
+  EXPECT_EQ(CountEventsOfThread(bt.out, "sched:thread_name", r.child), 1u) << bt.out;
+  // ... written by the child's own recorder: streams with the child's switches hold no switch of
+  // another thread (the parent's recorder writes streams of its own; the child has one thread).
+  const Trace t = ReadTrace(r.dir);
+  ASSERT_TRUE(t.ok) << t.error;
+  std::map<std::uint64_t, std::set<std::uint64_t>> tids_of_stream;
+  for (const TraceEvent& e : t.events) {
+    if (e.name == "sched:switch_out" || e.name == "sched:switch_in") tids_of_stream[e.stream].insert(e.U("tid"));
+  }
+  std::size_t child_streams = 0;
+  for (const auto& [stream, tids] : tids_of_stream) {
+    if (tids.count(r.child) == 0) continue;
+    ++child_streams;
+    EXPECT_EQ(tids.size(), 1u) << "stream " << stream << " mixes the child's switches with others'";
+  }
+  EXPECT_GE(child_streams, 1u);
+}
+
+// A fork child that execs at once starts a recorder that must leave nothing behind in the parent's
+// trace directory; the exec'd program records its switches into DIR/proc-PID.
+TEST(ProcessLifecycle, RecordSchedFollowsAnExecdProgram) {
+  TempDir tmp("lifecycle_sched_exec");
+  const Recorded r = Record(tmp, "exec-parent", true, true);
+  ASSERT_TRUE(r.record.exited && r.record.exit_code == 0) << r.record.Describe();
+  ASSERT_NE(r.child, 0u);
+  if (r.record.err.find("--sched: no scheduler events") != std::string::npos) {
+    GTEST_SKIP() << "perf_event_open refused here: " << r.record.err;
+  }
+  const std::string sub = r.dir + "/proc-" + std::to_string(r.child);
+  const hushtest::ProcessResult bt = Babeltrace({r.dir, sub});
+  ASSERT_TRUE(bt.exited && bt.exit_code == 0) << bt.Describe();
+  EXPECT_NE(bt.out.find("sched:switch_in"), std::string::npos) << bt.out;
+  const hushtest::ProcessResult dump = hushtest::RunProcess({HUSH_CLI, "dump", r.dir}, hushtest::ChildEnv());
+  EXPECT_TRUE(dump.exited && dump.exit_code == 0) << dump.Describe();
+  EXPECT_EQ(dump.err.find("recover"), std::string::npos) << dump.err;
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "hushtrace/hushtrace.h"
@@ -342,6 +343,157 @@ TEST(SchedEvents, MissingPerfEventOpenSaysSoAndRecordsTheRest) {
   ASSERT_TRUE(t.ok) << t.error;
   EXPECT_EQ(t.Named("schedtest:woke").size(), 10u);
   EXPECT_TRUE(t.Named("sched:switch_out").empty());
+}
+
+// perf ring overruns are lost events like any other: with one page per CPU and a reader that
+// does not drain, the kernel drops records and reports them (PERF_RECORD_LOST); the trace counts
+// them in its sched streams' events_discarded, and what is recorded plus what is lost covers every
+// switch of a pipe ping-pong pinned to one CPU (each round trip switches each thread out and in
+// at least once: 4 records).
+TEST(SchedEvents, PerfRingOverrunsAreCountedAsLost) {
+  if (!PerfAvailable()) GTEST_SKIP() << "perf_event_open refused here (see the warning above)";
+  TempDir dir("sched_overrun");
+  hush::sched::SchedRecorder::SetRingPagesForTest(1);
+  hush::sched::SchedRecorder::PauseDrainForTest(true);
+  auto s = StartSched(dir.Sub("trace"));
+  hush::sched::SchedRecorder::SetRingPagesForTest(0);
+  ASSERT_NE(s, nullptr);
+  constexpr std::uint64_t kRoundTrips = 5000;
+  std::uint32_t tids[2] = {};
+  {
+    int ab[2], ba[2];
+    ASSERT_EQ(::pipe(ab), 0);
+    ASSERT_EQ(::pipe(ba), 0);
+    auto pin = [] {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(0, &one);
+      ::pthread_setaffinity_np(::pthread_self(), sizeof one, &one);
+    };
+    std::thread b([&] {
+      pin();
+      tids[1] = Tid();
+      char c;
+      for (std::uint64_t i = 0; i < kRoundTrips; ++i) {
+        if (::read(ab[0], &c, 1) != 1 || ::write(ba[1], &c, 1) != 1) std::abort();
+      }
+    });
+    std::thread a([&] {
+      pin();
+      tids[0] = Tid();
+      char c = 0;
+      for (std::uint64_t i = 0; i < kRoundTrips; ++i) {
+        if (::write(ab[1], &c, 1) != 1 || ::read(ba[0], &c, 1) != 1) std::abort();
+      }
+    });
+    a.join();
+    b.join();
+    for (int fd : {ab[0], ab[1], ba[0], ba[1]}) ::close(fd);
+  }
+  // Draining again makes room; the kernel writes its LOST record into CPU 0's ring before the next
+  // record there: a thread pinned to CPU 0 switches a few times once the reader has drained.
+  hush::sched::SchedRecorder::PauseDrainForTest(false);
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  std::thread([] {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(0, &one);
+    ::pthread_setaffinity_np(::pthread_self(), sizeof one, &one);
+    for (int i = 0; i < 5; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }).join();
+  s->Stop();
+
+  const Trace t = ReadTrace(s->output_dir());
+  ASSERT_TRUE(t.ok) << t.error;
+  std::uint64_t switches = 0;
+  std::set<std::uint64_t> sched_streams;
+  for (const TraceEvent& e : t.events) {
+    if (e.name.rfind("sched:", 0) == 0) sched_streams.insert(e.stream);
+    if ((e.name == "sched:switch_out" || e.name == "sched:switch_in") &&
+        (e.U("tid") == tids[0] || e.U("tid") == tids[1])) {
+      ++switches;
+    }
+  }
+  std::string error;
+  auto trace = hush::reader::Trace::Open(s->output_dir(), &error);
+  ASSERT_NE(trace, nullptr) << error;
+  std::uint64_t lost = 0;
+  for (const hush::reader::StreamInfo& info : trace->streams()) {
+    if (sched_streams.count(info.index) != 0) lost += info.events_discarded;
+  }
+  std::printf("switch records of the ping-pong threads: %llu recorded, %llu lost (all records)\n",
+              static_cast<unsigned long long>(switches), static_cast<unsigned long long>(lost));
+  EXPECT_GT(lost, 0u) << "a 4 KiB perf ring that is not drained must overflow";
+  EXPECT_GE(switches + lost, 4 * kRoundTrips) << "recorded " << switches << ", lost " << lost;
+  EXPECT_EQ(s->Stats().events_discarded, lost);
+}
+
+// Threads created while the session starts (between its listing of the process's threads and
+// the opening of their perf events) are covered once each: every thread that sleeps after
+// Start() returned has its switches recorded, and no record appears twice (a thread that inherited
+// its creator's events must not get events of its own as well).
+TEST(SchedEvents, ThreadsCreatedDuringStartAreCoveredOnce) {
+  if (!PerfAvailable()) GTEST_SKIP() << "perf_event_open refused here (see the warning above)";
+  TempDir dir("sched_churn");
+  std::atomic<bool> started{false}, quit{false};
+  std::mutex mu;
+  std::vector<std::uint32_t> covered;  // tids that slept after Start() returned
+  // A spawner starts a thread every 2 ms; each sleeps 5 ms at a time until one of its sleeps began
+  // after Start() returned (it is then "covered"), so threads created while Start() runs are
+  // checked too. (Paced so that the perf rings, drained at least every 50 ms, do not overflow:
+  // a lost record would make a thread's missing switches unattributable.)
+  auto spawner = [&] {
+    std::vector<std::thread> threads;
+    while (!quit.load()) {
+      threads.emplace_back([&] {
+        for (int i = 0; i < 400; ++i) {
+          const bool after_start = started.load();
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+          if (after_start) {
+            std::lock_guard<std::mutex> lock(mu);
+            covered.push_back(Tid());
+            return;
+          }
+        }
+      });
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    for (std::thread& t : threads) t.join();
+  };
+  std::thread s1(spawner), s2(spawner);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // The first 8 perf_event_open calls take 2 ms longer: threads are created while Start() runs.
+  static std::atomic<int> opens{0};
+  hush::sched::SchedRecorder::SetOpenFnForTest([](perf_event_attr* a, int tid, int cpu) {
+    if (opens.fetch_add(1) < 8) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    return static_cast<int>(::syscall(SYS_perf_event_open, a, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC));
+  });
+  auto s = StartSched(dir.Sub("trace"));
+  hush::sched::SchedRecorder::SetOpenFnForTest(nullptr);
+  ASSERT_NE(s, nullptr);
+  started.store(true);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  quit.store(true);
+  s1.join();
+  s2.join();
+  s->Stop();
+
+  std::printf("threads covered: %zu; events written %llu, lost %llu\n", covered.size(),
+              static_cast<unsigned long long>(s->Stats().events_written),
+              static_cast<unsigned long long>(s->Stats().events_discarded));
+  ASSERT_EQ(s->Stats().events_discarded, 0u) << "perf records were lost: the check below cannot attribute them";
+  const Trace t = ReadTrace(s->output_dir());
+  ASSERT_TRUE(t.ok) << t.error;
+  std::map<std::uint64_t, std::size_t> outs;
+  std::set<std::tuple<std::string, std::uint64_t, std::int64_t>> seen;
+  for (const TraceEvent& e : t.events) {
+    if (e.name != "sched:switch_out" && e.name != "sched:switch_in") continue;
+    if (e.name == "sched:switch_out") ++outs[e.U("tid")];
+    EXPECT_TRUE(seen.insert({e.name, e.U("tid"), e.ns}).second)
+        << e.name << " of thread " << e.U("tid") << " recorded twice at " << e.ns;
+  }
+  ASSERT_FALSE(covered.empty());
+  for (std::uint32_t tid : covered) EXPECT_GE(outs[tid], 1u) << "thread " << tid << " has no switch";
 }
 
 }  // namespace

@@ -28,7 +28,8 @@ constexpr char kUsage[] =
     "\n"
     "options:\n"
     "  --json      print a JSON array with one object per binary: file, build_id, tracepoints\n"
-    "              (name, provider, event, kind, fields, file, line, locations, sites)\n"
+    "              (name, provider, event, kind, fields, file, line, locations, sites,\n"
+    "              static_key_sites: patched NOPs, two per span site, 0 in object files)\n"
     "  -h, --help  print this help\n"
     "\n"
     "exit status: 0 if every binary was read completely and has tracepoints; 1 if a binary is not\n"
@@ -151,7 +152,8 @@ std::string ModuleJson(const elf::ModuleTracepoints& m) {
       if (l > 0) s += ", ";
       s += Json(tp.locations[l]);
     }
-    s += "], \"sites\": " + std::to_string(tp.sites) + "}";
+    s += "], \"sites\": " + std::to_string(tp.sites) +
+         ", \"static_key_sites\": " + std::to_string(tp.jump_sites) + "}";
   }
   s += m.tracepoints.empty() ? "]\n  }" : "\n    ]\n  }";
   return s;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "filter/filter.h"
 #include "record_functions.h"
 
 namespace hush::cli {
@@ -28,7 +29,8 @@ constexpr char kUsage[] =
     "\n"
     "Runs PROGRAM with a tracing session. The hushtrace runtime linked into PROGRAM starts the\n"
     "session from the environment (HUSHTRACE_EVENTS, HUSHTRACE_OUTPUT, HUSHTRACE_MODE,\n"
-    "HUSHTRACE_BUFFER_SIZE, HUSHTRACE_SCHED and HUSHTRACE_FOLLOW, set here), writes the trace when PROGRAM exits, and babeltrace2 reads "
+    "HUSHTRACE_BUFFER_SIZE, HUSHTRACE_SCHED, HUSHTRACE_FOLLOW, HUSHTRACE_FILTER and\n"
+    "HUSHTRACE_SNAPSHOT_ON, set here), writes the trace when PROGRAM exits, and babeltrace2 reads "
     "it.\n"
     "\n"
     "options:\n"
@@ -42,6 +44,13 @@ constexpr char kUsage[] =
     "      --buffer-size SIZE   ring buffer per thread: bytes or with a k, M or G suffix (256k, "
     "4M),\n"
     "                           from 16k to 4G. Default: 1M\n"
+    "      --filter EXPR        record only events whose fields satisfy EXPR, e.g.\n"
+    "                           'bytes > 1000 && fd != 3' (==, !=, <, <=, >, >=, &&, ||, !, ()).\n"
+    "                           Checked here: an expression that does not parse is refused\n"
+    "      --snapshot-on PATTERN  write a flight-recorder snapshot when an event matching\n"
+    "                           PATTERN is emitted (the event is recorded); repeat or separate\n"
+    "                           with commas. Implies --mode flight\n"
+    "      --snapshot-interval MS at most one triggered snapshot per MS milliseconds. Default: 1000\n"
     "      --sched              also record PROGRAM's scheduler events (sched:switch_in/out,\n"
     "                           thread_start/exit/name) from perf_event_open; if the kernel\n"
     "                           refuses, PROGRAM says so once and the rest is recorded\n"
@@ -247,8 +256,20 @@ struct Options {
   bool follow = true;
   std::vector<std::string> functions;
   std::string depth, min_duration_ns;
+  std::string filter;                    // HUSHTRACE_FILTER; empty: none
+  bool has_filter = false;
+  std::vector<std::string> snapshot_on;  // HUSHTRACE_SNAPSHOT_ON
+  std::string snapshot_interval_ms;      // HUSHTRACE_SNAPSHOT_INTERVAL_MS
+  bool mode_given = false;
   int program = 0;  // index in argv
 };
+
+// Appends the patterns of `value` ("a, b") to `out`; false if it holds none.
+bool AppendPatterns(const std::string& value, std::vector<std::string>* out) {
+  const std::vector<std::string> split = SplitPatterns(value);
+  out->insert(out->end(), split.begin(), split.end());
+  return !split.empty();
+}
 
 // Returns -1 when the arguments are fine, else the exit status.
 int ParseOptions(int argc, char** argv, Options* o) {
@@ -291,7 +312,8 @@ int ParseOptions(int argc, char** argv, Options* o) {
     if (name == "-e") name = "--events";
     if (name == "-o") name = "--output";
     if (name != "--events" && name != "--output" && name != "--mode" && name != "--buffer-size" &&
-        name != "--functions" && name != "--depth" && name != "--min-duration") {
+        name != "--functions" && name != "--depth" && name != "--min-duration" &&
+        name != "--filter" && name != "--snapshot-on" && name != "--snapshot-interval") {
       return BadArguments("unknown option '" + arg + "'");
     }
     if (!has_value) {
@@ -299,13 +321,28 @@ int ParseOptions(int argc, char** argv, Options* o) {
       value = argv[++i];
     }
     if (name == "--events") {
-      const std::vector<std::string> split = SplitPatterns(value);
-      if (split.empty()) return BadArguments("empty event pattern '" + value + "'");
-      o->patterns.insert(o->patterns.end(), split.begin(), split.end());
+      if (!AppendPatterns(value, &o->patterns)) return BadArguments("empty event pattern '" + value + "'");
+    } else if (name == "--filter") {
+      // Parsed here so that a typo is reported before PROGRAM runs (the runtime parses it again).
+      std::string error;
+      if (!filter::Parse(value, &error)) {
+        std::fprintf(stderr, "hushtrace record: bad filter, %s\n%s\n", error.c_str(),
+                     filter::Caret(value, std::stoul(error.substr(7))).c_str());
+        return 2;
+      }
+      o->filter = value;
+      o->has_filter = true;
+    } else if (name == "--snapshot-on") {
+      if (!AppendPatterns(value, &o->snapshot_on)) {
+        return BadArguments("empty --snapshot-on pattern '" + value + "'");
+      }
+    } else if (name == "--snapshot-interval") {
+      if (value.empty() || value.size() > 8 || value.find_first_not_of("0123456789") != std::string::npos) {
+        return BadArguments("bad snapshot interval '" + value + "': use a number of milliseconds");
+      }
+      o->snapshot_interval_ms = value;
     } else if (name == "--functions") {
-      const std::vector<std::string> split = SplitPatterns(value);
-      if (split.empty()) return BadArguments("empty function pattern '" + value + "'");
-      o->functions.insert(o->functions.end(), split.begin(), split.end());
+      if (!AppendPatterns(value, &o->functions)) return BadArguments("empty function pattern '" + value + "'");
     } else if (name == "--depth") {
       if (value.empty() || value.size() > 9 ||
           value.find_first_not_of("0123456789") != std::string::npos || std::stoul(value) == 0) {
@@ -326,6 +363,7 @@ int ParseOptions(int argc, char** argv, Options* o) {
         return BadArguments("bad mode '" + value + "': use 'stream' or 'flight'");
       }
       o->mode = value;
+      o->mode_given = true;
     } else {
       std::size_t size;
       if (!ParseBufferSize(value, &size) || size < kMinBufferSize) {
@@ -340,6 +378,12 @@ int ParseOptions(int argc, char** argv, Options* o) {
   if ((!o->depth.empty() || !o->min_duration_ns.empty()) && o->functions.empty()) {
     return BadArguments("--depth and --min-duration need --functions");
   }
+  if (!o->snapshot_on.empty()) {
+    if (o->mode_given && o->mode != "flight") return BadArguments("--snapshot-on needs --mode flight");
+    o->mode = "flight";
+  } else if (!o->snapshot_interval_ms.empty()) {
+    return BadArguments("--snapshot-interval needs --snapshot-on");
+  }
   if (o->patterns.empty()) o->patterns.emplace_back(o->functions.empty() ? "*" : "func:*");
   return -1;
 }
@@ -348,6 +392,12 @@ std::string Join(const std::vector<std::string>& v) {
   std::string out;
   for (const std::string& s : v) out += (out.empty() ? "" : ",") + s;
   return out;
+}
+
+// Sets `name` to `value` when `set`, else removes it (a value inherited from hushtrace's own
+// environment must not reach PROGRAM behind the options' back).
+bool SetOptionalEnvironment(const char* name, bool set, const std::string& value) {
+  return (set ? ::setenv(name, value.c_str(), 1) : ::unsetenv(name)) == 0;
 }
 
 // HUSHTRACE_FUNCTIONS & co., and LD_PRELOAD of the runtime when PROGRAM does not carry it.
@@ -410,7 +460,11 @@ int RunRecord(int argc, char** argv) {
       ::setenv("HUSHTRACE_MODE", opts.mode.c_str(), 1) != 0 ||
       ::setenv("HUSHTRACE_BUFFER_SIZE", opts.buffer_size.c_str(), 1) != 0 ||
       (opts.sched ? ::setenv("HUSHTRACE_SCHED", "1", 1) : ::unsetenv("HUSHTRACE_SCHED")) != 0 ||
-      ::setenv("HUSHTRACE_FOLLOW", opts.follow ? "1" : "0", 1) != 0) {
+      ::setenv("HUSHTRACE_FOLLOW", opts.follow ? "1" : "0", 1) != 0 ||
+      !SetOptionalEnvironment("HUSHTRACE_FILTER", opts.has_filter, opts.filter) ||
+      !SetOptionalEnvironment("HUSHTRACE_SNAPSHOT_ON", !opts.snapshot_on.empty(), Join(opts.snapshot_on)) ||
+      !SetOptionalEnvironment("HUSHTRACE_SNAPSHOT_INTERVAL_MS", !opts.snapshot_interval_ms.empty(),
+                              opts.snapshot_interval_ms)) {
     std::fprintf(stderr, "hushtrace record: cannot set the environment: %s\n",
                  std::strerror(errno));
     remove_if_unused();

@@ -136,6 +136,7 @@ int RunRecover(int argc, char** argv) {
     std::fprintf(stderr, "hushtrace recover: %s\n", report.error.c_str());
     return 1;
   }
+  if (report.crash_marked && !quiet) std::printf("%s: %s\n", dir, report.CrashText().c_str());
   if (report.clean) {
     if (!quiet) std::printf("%s: no ring buffers left: the trace was closed cleanly (or already recovered); nothing to do\n", dir);
     return 0;

@@ -33,6 +33,9 @@ std::unique_ptr<reader::Trace> OpenTraceRecovering(const std::string& dir, const
                    static_cast<unsigned long long>(report.RingsWith(recover::RingStatus::kRecovered)),
                    report.rings.size());
     }
+    if (report.crash_marked) {
+      std::fprintf(stderr, "%s: %s: %s\n", command, dir.c_str(), report.CrashText().c_str());
+    }
   }
   return reader::Trace::Open(dir, error);
 }

@@ -53,7 +53,14 @@ inline constexpr std::uint32_t kTriggerIdBit = 0x80000000u;  // see Descriptor::
 // An event with a field filter (SessionOptions::filter) has this bit: it also takes ReserveSlow,
 // and CommitSlow() commits it only if the filter accepts its payload.
 inline constexpr std::uint32_t kFilterIdBit = 0x40000000u;
-inline constexpr std::uint32_t kIdMask = ~(kTriggerIdBit | kFilterIdBit);
+// An event with user probes (include/hushtrace/probe.h) has this bit; its id bits are then the
+// index of its probe slot (src/registry/probes.h), not a session event id. It takes ReserveSlow,
+// which looks up the slot's probe list (RCU-style, src/registry/grace.h), and CommitSlow, which
+// records it if the list says so and calls the probes.
+inline constexpr std::uint32_t kProbeIdBit = 0x20000000u;
+inline constexpr std::uint32_t kIdMask = ~(kTriggerIdBit | kFilterIdBit | kProbeIdBit);
+// Ids whose events must be committed by CommitSlow rather than Commit.
+inline constexpr std::uint32_t kCommitSlowBits = kFilterIdBit | kProbeIdBit;
 inline constexpr std::uint32_t kNoteType = 0x48555348;      // "HSUH" read as little-endian bytes
 inline constexpr std::uint32_t kJumpNoteType = 0x4A555348;  // "HSUJ": bounds of hush_jump
 

@@ -16,6 +16,7 @@
 namespace hush::patch::arch {
 
 inline constexpr std::size_t kMaxSiteSize = 8;
+inline constexpr std::size_t kMaxHeadSize = 4;  // HeadSize() <= this (aarch64: 4)
 
 // nullptr if sites can be patched on this architecture, else why not (for the warning).
 const char* Unsupported();

@@ -4,16 +4,119 @@
 // per-module stub `jmp *0(%rip)` when the module is more than 2 GiB away, discover.cc):
 //
 //   rsp+0   the patched call's return address: the function body (entry + 5)
-//   rsp+8   the traced function's own return address (its "slot", hijacked by the handler)
+//   rsp+8   the traced function's own return address (its "slot", hijacked below)
 //
-// At a function entry rsp % 16 == 8; the patched call makes it 0 (movups all the same, in case
-// hand-written code calls a traced function with another alignment). Saved: every register that
-// may carry an argument (rdi rsi rdx rcx r8 r9, rax = vector-register count for varargs, r10 =
-// static chain) and xmm0-7 (float arguments). r11 is scratch at a call boundary.
+// hush_ftrace_return is where a hijacked function returns to: rsp = slot + 8.
 //
-// hush_ftrace_return is where a hijacked function returns to: rsp = slot + 8, rsp % 16 == 0.
-// It keeps the return registers (rax rdx xmm0 xmm1; x87 st0/st1 are not touched by the
-// handler) and returns to the real address that hush_ftrace_exit() hands back.
+// Fast paths, in this file, without calling C++ and without touching a vector register:
+//
+//   entry   shadow stack not full (and below --depth); no minimum duration: func:entry fits the
+//           writer's open packet as a compact event (nesting 0, id < 255, room for 12 bytes,
+//           timestamp gap < 2^24 cycles). One rdtsc. Saves rax rcx rdx rsi rdi, the only
+//           registers it writes besides r11 (scratch at a call boundary).
+//   exit    the innermost shadow frame is this return's (same slot); then either func:exit
+//           fits the open packet (as above), or a minimum duration is set and the call was
+//           shorter (dropped: nothing written). One rdtsc. Writes only rax rdx (saved), rcx
+//           rsi rdi r8-r11 (free at a return: not return registers). Leaves by `jmp *` to the
+//           real return address, not `ret`: the return-stack predictor then stays in step for
+//           the caller's own return (a `ret` here would pop the caller's entry).
+//
+// Everything else (first traced call of a thread, full shadow stack, a frame left by longjmp or
+// unwinding, a new packet, an extended header, a nested event, a long call with a minimum
+// duration) takes the slow path: every register that may carry an argument (rdi rsi rdx rcx
+// r8 r9, rax = vector-register count for varargs, r10 = static chain, xmm0-7) or a return value
+// (rax rdx xmm0 xmm1) is saved and the C++ handler of shadow.cc runs. x87 st0/st1 (long double
+// returns) are never touched: the handlers do no x87 arithmetic.
+//
+// The fast paths copy the layouts of ThreadWriter and CommitWord (include/hushtrace/internal/
+// thread_writer.h: TryReserveFast + CommitEvent, same order of stores) and of Shadow/Frame
+// (shadow.h); shadow.cc pins every offset used here with static_asserts (kAsm* constants).
+// A signal handler that runs between two instructions here sees: nesting raised before `pos` is
+// read (its events are refused as nested, like emit.h), the frame reserved (top + 1) before it
+// is written, the frame read before top is lowered: the same rules as the C++ handlers.
+
+// ThreadWriter (thread_writer.h)
+#define TW_POS 0
+#define TW_END 8
+#define TW_LAST_TS 16
+#define TW_NESTING 24
+#define TW_PACKET_EVENTS 28
+#define TW_COMMIT 32
+#define TW_COMMIT_BASE 40
+// CommitWord
+#define CW_OFFSET 0
+#define CW_TIMESTAMP 8
+// Shadow / Frame (shadow.h): frames[i] at SH_FRAMES + 40 * i
+#define SH_TOP 0
+#define SH_FRAMES 8
+#define FR_SLOT 0
+#define FR_RET 8
+#define FR_SITE 16
+#define FR_TS 24
+#define FR_RESTORED 32
+// hush_ft_settings (shadow.h, Settings)
+#define ST_MAX_DEPTH 0
+#define ST_MIN_TICKS 8
+// func:entry / func:exit: 4-byte compact header + 8-byte address
+#define EVENT_SIZE 12
+#define TLS_WRITER _ZN4hush8internal10tls_writerE
+
+// rax = the cycle counter (rdx clobbered).
+.macro READ_TSC
+        rdtsc
+        shlq    $32, %rdx
+        orq     %rdx, %rax
+.endm
+
+// Opens a compact event on this thread's writer (r11 = its TLS offset afterwards): \id32 = the
+// id from the state word at *\state, nesting 0 -> 1, rax = ts (read inside the guard), \pos =
+// where the event goes, rdx = its end. Jumps to \off (event disabled: nothing to write), \slow
+// (nesting not raised) or \abort (nesting is 1).
+.macro OPEN_EVENT state, id, id32, pos, off, slow, abort
+        movq    \state(%rip), \id
+        movl    (\id), \id32                    // state: 0 off, else id + 1 (relaxed, as emit.h)
+        subl    $1, \id32
+        jb      \off
+        cmpl    $254, \id32
+        ja      \slow                           // an id the compact header cannot hold
+        movq    TLS_WRITER@gottpoff(%rip), %r11
+        cmpl    $0, %fs:TW_NESTING(%r11)
+        jne     \slow
+        movl    $1, %fs:TW_NESTING(%r11)        // guard before pos is read (emit.h)
+        READ_TSC
+        movq    %rax, %rdx
+        subq    %fs:TW_LAST_TS(%r11), %rdx
+        cmpq    $0xffffff, %rdx
+        ja      \abort
+        movq    %fs:TW_POS(%r11), \pos
+        leaq    EVENT_SIZE(\pos), %rdx
+        cmpq    %fs:TW_END(%r11), %rdx          // end is nullptr when the slow path must run
+        ja      \abort
+.endm
+
+// Writes {header, \addr} at \pos, commits it and lowers nesting (state of OPEN_EVENT).
+// \t (\t32) and \c are scratch; \c may be \pos.
+.macro COMMIT_EVENT pos, id32, addr, t, t32, c
+        movl    %eax, \t32
+        shll    $8, \t32                        // header: ts low 24 bits << 8 | id
+        orl     \id32, \t32
+        movl    \t32, (\pos)
+        movq    \addr, 4(\pos)
+        movq    %rdx, %fs:TW_POS(%r11)
+        movq    %rax, %fs:TW_LAST_TS(%r11)
+        movl    %fs:TW_PACKET_EVENTS(%r11), \t32
+        addl    $1, \t32
+        movl    \t32, %fs:TW_PACKET_EVENTS(%r11)
+        movq    %fs:TW_COMMIT(%r11), \c
+        movq    %rax, CW_TIMESTAMP(\c)
+        subq    %fs:TW_COMMIT_BASE(%r11), %rdx
+        shlq    $32, \t
+        orq     \t, %rdx
+        // Publish (release: x86 keeps stores in order); pairs with Ring::WriteNew's acquire.
+        movq    %rdx, CW_OFFSET(\c)
+        movl    $0, %fs:TW_NESTING(%r11)
+.endm
+
         .text
 
         .globl  hush_ftrace_entry
@@ -22,46 +125,94 @@
         .p2align 4
 hush_ftrace_entry:
         .cfi_startproc
-        subq    $192, %rsp
-        .cfi_adjust_cfa_offset 192
+        subq    $48, %rsp
+        .cfi_adjust_cfa_offset 48
         movq    %rax, 0(%rsp)
-        movq    %rdi, 8(%rsp)
-        movq    %rsi, 16(%rsp)
-        movq    %rdx, 24(%rsp)
-        movq    %rcx, 32(%rsp)
+        movq    %rcx, 8(%rsp)
+        movq    %rdx, 16(%rsp)
+        movq    %rsi, 24(%rsp)
+        movq    %rdi, 32(%rsp)
         movq    %r8, 40(%rsp)
-        movq    %r9, 48(%rsp)
-        movq    %r10, 56(%rsp)
-        movups  %xmm0, 64(%rsp)
-        movups  %xmm1, 80(%rsp)
-        movups  %xmm2, 96(%rsp)
-        movups  %xmm3, 112(%rsp)
-        movups  %xmm4, 128(%rsp)
-        movups  %xmm5, 144(%rsp)
-        movups  %xmm6, 160(%rsp)
-        movups  %xmm7, 176(%rsp)
-        movq    192(%rsp), %rdi
-        leaq    200(%rsp), %rsi
-        call    hush_ftrace_enter
+        // 48(%rsp): body, 56(%rsp): slot
+        movq    hush_ft_shadow@gottpoff(%rip), %r11
+        movq    %fs:(%r11), %rsi                // Shadow*: nullptr, 1 (thread exited) or live
+        cmpq    $1, %rsi
+        jbe     .Lentry_slow
+        movl    SH_TOP(%rsi), %ecx
+        cmpl    hush_ft_settings+ST_MAX_DEPTH(%rip), %ecx
+        jae     .Lentry_slow                    // --depth reached or stack full: C++ counts it
+        movq    48(%rsp), %r8
+        subq    $5, %r8                         // r8 = the patched entry
+        cmpq    $0, hush_ft_settings+ST_MIN_TICKS(%rip)
+        jne     .Lentry_no_event
+        // func:entry {addr}: TryReserveFast + CommitEvent of thread_writer.h.
+        OPEN_EVENT hush_ft_entry_state, %rdi, %edi, %rcx, .Lentry_no_event, .Lentry_slow, .Lentry_abort
+        COMMIT_EVENT %rcx, %edi, %r8, %rsi, %esi, %rcx
+        movq    hush_ft_shadow@gottpoff(%rip), %r11
+        movq    %fs:(%r11), %rsi
+.Lentry_push:                                   // rax = ts, rsi = Shadow*, r8 = entry
+        movl    SH_TOP(%rsi), %ecx              // re-read: a signal handler restores it
+        leal    1(%rcx), %edx
+        movl    %edx, SH_TOP(%rsi)              // reserve first: a handler pushes above it
+        leaq    (%rcx,%rcx,4), %rcx
+        leaq    SH_FRAMES(%rsi,%rcx,8), %rcx    // frames[top], 40 bytes each
+        leaq    56(%rsp), %rdx                  // the slot
+        movq    %rdx, FR_SLOT(%rcx)
+        movq    (%rdx), %rdi
+        movq    %rdi, FR_RET(%rcx)
+        movq    %r8, FR_SITE(%rcx)
+        movq    %rax, FR_TS(%rcx)
+        movl    $0, FR_RESTORED(%rcx)
+        leaq    hush_ftrace_return(%rip), %rdi
+        movq    %rdi, (%rdx)                    // hijack once the frame is whole
+.Lentry_restore:
         movq    0(%rsp), %rax
-        movq    8(%rsp), %rdi
-        movq    16(%rsp), %rsi
-        movq    24(%rsp), %rdx
-        movq    32(%rsp), %rcx
+        movq    8(%rsp), %rcx
+        movq    16(%rsp), %rdx
+        movq    24(%rsp), %rsi
+        movq    32(%rsp), %rdi
         movq    40(%rsp), %r8
-        movq    48(%rsp), %r9
-        movq    56(%rsp), %r10
-        movups  64(%rsp), %xmm0
-        movups  80(%rsp), %xmm1
-        movups  96(%rsp), %xmm2
-        movups  112(%rsp), %xmm3
-        movups  128(%rsp), %xmm4
-        movups  144(%rsp), %xmm5
-        movups  160(%rsp), %xmm6
-        movups  176(%rsp), %xmm7
-        addq    $192, %rsp
-        .cfi_adjust_cfa_offset -192
+        addq    $48, %rsp
+        .cfi_remember_state
+        .cfi_adjust_cfa_offset -48
         ret
+        .cfi_restore_state
+.Lentry_no_event:                               // minimum duration, or func:entry off: ts only
+        READ_TSC
+        jmp     .Lentry_push
+.Lentry_abort:
+        movl    $0, %fs:TW_NESTING(%r11)
+.Lentry_slow:
+        // The C++ handler, with the rest of the argument registers saved below the six saved
+        // above: r9, r10 (static chain), xmm0-7. rsp % 16 == 0 here and at the call.
+        subq    $144, %rsp
+        .cfi_adjust_cfa_offset 144
+        movq    %r9, 0(%rsp)
+        movq    %r10, 8(%rsp)
+        movups  %xmm0, 16(%rsp)
+        movups  %xmm1, 32(%rsp)
+        movups  %xmm2, 48(%rsp)
+        movups  %xmm3, 64(%rsp)
+        movups  %xmm4, 80(%rsp)
+        movups  %xmm5, 96(%rsp)
+        movups  %xmm6, 112(%rsp)
+        movups  %xmm7, 128(%rsp)
+        movq    192(%rsp), %rdi                 // body
+        leaq    200(%rsp), %rsi                 // slot
+        call    hush_ftrace_enter
+        movq    0(%rsp), %r9
+        movq    8(%rsp), %r10
+        movups  16(%rsp), %xmm0
+        movups  32(%rsp), %xmm1
+        movups  48(%rsp), %xmm2
+        movups  64(%rsp), %xmm3
+        movups  80(%rsp), %xmm4
+        movups  96(%rsp), %xmm5
+        movups  112(%rsp), %xmm6
+        movups  128(%rsp), %xmm7
+        addq    $144, %rsp
+        .cfi_adjust_cfa_offset -144
+        jmp     .Lentry_restore
         .cfi_endproc
         .size   hush_ftrace_entry, .-hush_ftrace_entry
 
@@ -72,6 +223,46 @@ hush_ftrace_entry:
 hush_ftrace_return:
         // No CFI: the unwinder never walks through here (interpose.cc restores real return
         // addresses before any unwinding starts).
+        pushq   %rax                            // rsp = slot + 8 on entry
+        pushq   %rdx
+        movq    hush_ft_shadow@gottpoff(%rip), %r11
+        movq    %fs:(%r11), %rsi
+        cmpq    $1, %rsi
+        jbe     .Lret_slow
+        movl    SH_TOP(%rsi), %ecx
+        subl    $1, %ecx
+        jb      .Lret_slow                      // empty
+        leaq    (%rcx,%rcx,4), %r8
+        leaq    SH_FRAMES(%rsi,%r8,8), %r8      // the innermost frame
+        leaq    8(%rsp), %rdi                   // this return's slot
+        cmpq    %rdi, FR_SLOT(%r8)
+        jne     .Lret_slow                      // frames left by longjmp or unwinding
+        movq    FR_RET(%r8), %r9                // where to go
+        movq    hush_ft_settings+ST_MIN_TICKS(%rip), %r10
+        testq   %r10, %r10
+        jnz     .Lret_min
+        // func:exit {addr}, as in the entry.
+        OPEN_EVENT hush_ft_exit_state, %rdi, %edi, %r10, .Lret_drop, .Lret_slow, .Lret_abort
+        movq    FR_SITE(%r8), %r8
+        movl    %ecx, SH_TOP(%rsi)              // pop, after the frame was read
+        COMMIT_EVENT %r10, %edi, %r8, %rcx, %ecx, %rsi
+.Lret_done:
+        popq    %rdx
+        popq    %rax
+        jmp     *%r9
+.Lret_min:                                      // minimum duration r10: drop a short call here
+        READ_TSC
+        subq    FR_TS(%r8), %rax
+        cmpq    %r10, %rax
+        jae     .Lret_slow                      // long enough: C++ writes func:call
+.Lret_drop:                                     // nothing to write: pop and return
+        movl    %ecx, SH_TOP(%rsi)
+        jmp     .Lret_done
+.Lret_abort:
+        movl    $0, %fs:TW_NESTING(%r11)
+.Lret_slow:
+        popq    %rdx
+        popq    %rax
         subq    $64, %rsp
         movups  %xmm0, 0(%rsp)
         movups  %xmm1, 16(%rsp)
@@ -79,13 +270,13 @@ hush_ftrace_return:
         movq    %rdx, 40(%rsp)
         leaq    64(%rsp), %rdi
         call    hush_ftrace_exit
-        movq    %rax, 56(%rsp)
+        movq    %rax, %r11
         movups  0(%rsp), %xmm0
         movups  16(%rsp), %xmm1
         movq    32(%rsp), %rax
         movq    40(%rsp), %rdx
-        addq    $56, %rsp
-        ret
+        addq    $64, %rsp
+        jmp     *%r11
         .size   hush_ftrace_return, .-hush_ftrace_return
 
         .section .note.GNU-stack, "", @progbits

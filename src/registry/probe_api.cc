@@ -1,0 +1,25 @@
+// include/hushtrace/probe.h and its C equivalent: thin wrappers over the process's registry.
+#include "hushtrace/probe.h"
+
+#include "session/core.h"
+
+namespace hush {
+
+ProbeHandle AddProbe(const char* glob, ProbeCallback callback, void* data, std::size_t* matched) {
+  if (matched != nullptr) *matched = 0;
+  if (glob == nullptr || callback == nullptr) return 0;
+  registry::Registry& r = session::GlobalRegistry();
+  const ProbeHandle h = r.AddProbe(glob, callback, data, matched);
+  r.ClosePendingModules();  // references an earlier Stop released
+  return h;
+}
+
+bool RemoveProbe(ProbeHandle handle) {
+  if (handle == 0) return false;
+  registry::Registry& r = session::GlobalRegistry();
+  const bool ok = r.RemoveProbe(handle);
+  r.ClosePendingModules();
+  return ok;
+}
+
+}  // namespace hush

@@ -1,0 +1,93 @@
+// `hushtrace record --filter EXPR` and `--snapshot-on PATTERN`: the options reach the program's
+// session (HUSHTRACE_FILTER, HUSHTRACE_SNAPSHOT_ON), and a filter that does not parse is refused
+// before the program runs.
+#include <hushtrace/reader.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "cli_test_util.h"
+
+namespace hush::clitest {
+namespace {
+
+class RecordOptionsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = MakeTempDir();
+    ASSERT_FALSE(dir_.empty());
+  }
+  void TearDown() override { RemoveTree(dir_); }
+
+  RunResult Record(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {HushtraceCli(), "record"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunCommand(argv);
+  }
+
+  // "provider:name" of every event of the trace, in order.
+  std::vector<std::string> EventNames(const std::string& trace) {
+    std::string error;
+    auto t = reader::Trace::Open(trace, &error);
+    EXPECT_TRUE(t) << error;
+    std::vector<std::string> names;
+    if (!t) return names;
+    reader::EventIterator it(*t);
+    while (it.Next()) names.push_back(it.event().name());
+    EXPECT_EQ(it.error(), "");
+    return names;
+  }
+
+  std::string dir_;
+};
+
+TEST_F(RecordOptionsTest, FilterKeepsOnlyMatchingEvents) {
+  const std::string trace = dir_ + "/t";
+  // cli_tp_nopie emits cliprog:start (field argc) from two units, with argc == 3 here; the other
+  // cliprog events lack `argc` and are never recorded under the filter.
+  const RunResult r =
+      Record({"-e", "cliprog:*", "--filter", "argc == 3", "-o", trace, CLI_TP_NOPIE, "exit", "0"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(EventNames(trace), (std::vector<std::string>{"cliprog:start", "cliprog:start"}));
+
+  const std::string none = dir_ + "/none";
+  const RunResult r2 =
+      Record({"-e", "cliprog:*", "--filter=argc != 3", "-o", none, CLI_TP_NOPIE, "exit", "0"});
+  ASSERT_EQ(r2.status, 0) << r2.err;
+  EXPECT_TRUE(EventNames(none).empty());
+}
+
+TEST_F(RecordOptionsTest, BadFilterIsRefusedBeforeTheProgramRuns) {
+  const std::string trace = dir_ + "/t";
+  const RunResult r =
+      Record({"--filter", "argc > && x", "-o", trace, CLI_TP_NOPIE, "exit", "0"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("bad filter, column 8:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("  argc > && x\n         ^"), std::string::npos) << r.err;
+  EXPECT_FALSE(PathExists(trace));  // nothing created, the program never ran
+}
+
+TEST_F(RecordOptionsTest, SnapshotOnImpliesFlightMode) {
+  const std::string trace = dir_ + "/t";
+  const RunResult r = Record({"-e", "cliprog:*", "--snapshot-on", "cliprog:empty",
+                              "--snapshot-interval", "10", "-o", trace, CLI_TP_NOPIE, "exit", "0"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(CleanStderr(r.err)) << r.err;
+  EXPECT_NE(ReadFile(trace + "/metadata").find("hushtrace_mode = \"flight\";"), std::string::npos);
+  const std::vector<std::string> names = EventNames(trace);
+  EXPECT_EQ(std::count(names.begin(), names.end(), "cliprog:empty"), 1);
+
+  const RunResult bad = Record(
+      {"--snapshot-on", "cliprog:empty", "--mode", "stream", "-o", dir_ + "/u", CLI_TP_NOPIE});
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("--snapshot-on needs --mode flight"), std::string::npos) << bad.err;
+  const RunResult lone = Record({"--snapshot-interval", "5", "-o", dir_ + "/v", CLI_TP_NOPIE});
+  EXPECT_EQ(lone.status, 2);
+  EXPECT_NE(lone.err.find("--snapshot-interval needs --snapshot-on"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hush::clitest
