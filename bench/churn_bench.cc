@@ -1,10 +1,17 @@
 // Enable/disable churn (docs/benchmarks.md, "Probe churn"): two threads emit a recorded event at
 // full speed while a third toggles another event 10,000 times by attaching and detaching a user
-// probe (state word flip, probe-list publish, membarrier grace period, site patch). Reports the
-// emitting threads' throughput without churn (before and after) and with churn, the toggle
-// latency, and the latency of a bare grace period (registry::grace::Synchronize) under load.
+// probe (state word flip, probe-list publish). Detaching uses DetachProbe (no grace period each;
+// one per 256 retired lists) or, with --wait 1, RemoveProbe (a membarrier grace period each).
+// Reports the emitting threads' throughput without churn and with churn, per wall second and per
+// CPU second of the emitters, the toggle latency, and the latency of a bare grace period
+// (registry::grace::Synchronize) under load.
 //
-//   churn_bench [--toggles N] [--interval-us US] [--quiet-ms MS] [--dry 1]   one JSON line on stdout
+// Pacing: --burst toggles back to back every --interval-us (default 10 every 1 ms: 10,000
+// toggles per second). --dry 1 keeps the pacing thread's wake-ups and toggles nothing: what the
+// harness itself costs the emitters.
+//
+//   churn_bench [--toggles N] [--interval-us US] [--burst N] [--wait 1] [--quiet-ms MS] [--dry 1]
+//   prints one JSON line on stdout
 #include <hushtrace/hushtrace.h>
 #include <hushtrace/probe.h>
 #include <hushtrace/session.h>
@@ -87,13 +94,16 @@ void Nop(const hush::ProbeEvent&, void*) {}
 }  // namespace
 
 int main(int argc, char** argv) {
-  int toggles = 10000, quiet_ms = 1000, interval_us = 100;
-  bool dry = false;  // --dry 1: the toggling thread wakes at the same pace but toggles nothing
+  int toggles = 10000, quiet_ms = 1000, interval_us = 1000, burst = 10;
+  bool dry = false;   // --dry 1: the toggling thread wakes at the same pace but toggles nothing
+  bool wait = false;  // --wait 1: RemoveProbe (grace period each) instead of DetachProbe
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--toggles") == 0) toggles = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--quiet-ms") == 0) quiet_ms = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--interval-us") == 0) interval_us = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--dry") == 0) dry = std::atoi(argv[i + 1]) != 0;
+    if (std::strcmp(argv[i], "--wait") == 0) wait = std::atoi(argv[i + 1]) != 0;
+    if (std::strcmp(argv[i], "--burst") == 0) burst = std::max(1, std::atoi(argv[i + 1]));
   }
   char dir[] = "/dev/shm/hush-churn-XXXXXX";
   if (::mkdtemp(dir) == nullptr) return 1;
@@ -134,9 +144,11 @@ int main(int argc, char** argv) {
     cpu0 = EmitterCpu();
     c0 = Clock::now();
     for (int i = 0; i < toggles / kRounds; ++i) {
-      // Paced (one toggle per interval): the toggling thread would otherwise take a whole CPU
-      // from the emitters on a 2-CPU machine. --interval-us 0: back to back.
-      if (interval_us > 0) std::this_thread::sleep_until(c0 + std::chrono::microseconds(interval_us) * i);
+      // Paced (a burst per interval): the toggling thread would otherwise take a whole CPU from
+      // the emitters on a 2-CPU machine. --interval-us 0: back to back.
+      if (interval_us > 0 && i % burst == 0) {
+        std::this_thread::sleep_until(c0 + std::chrono::microseconds(interval_us) * (i / burst));
+      }
       const auto s = Clock::now();
       if (dry) {
       } else if (h == 0) {
@@ -146,7 +158,8 @@ int main(int argc, char** argv) {
           return 1;
         }
       } else {
-        hush::RemoveProbe(h);
+        if (wait) hush::RemoveProbe(h);
+        else hush::DetachProbe(h);  // Nop uses no data: no SynchronizeProbes needed
         h = 0;
       }
       toggle_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - s).count());
@@ -180,12 +193,12 @@ int main(int argc, char** argv) {
   if (std::system(rm.c_str()) != 0) return 1;
 
   std::printf(
-      "{\"toggles\": %d, \"dry\": %d, \"interval_us\": %d, \"membarrier_grace_periods\": %llu, \"quiet_events_per_s_per_thread\": %.0f, "
+      "{\"toggles\": %d, \"dry\": %d, \"wait\": %d, \"burst\": %d, \"interval_us\": %d, \"membarrier_grace_periods\": %llu, \"quiet_events_per_s_per_thread\": %.0f, "
       "\"churn_events_per_s_per_thread\": %.0f, \"churn_seconds\": %.3f, \"loss_percent\": %.2f, "
       "\"quiet_events_per_cpu_s\": %.0f, \"churn_events_per_cpu_s\": %.0f, \"cpu_loss_percent\": %.2f, "
       "\"toggle_us_median\": %.2f, \"toggle_us_p99\": %.2f, \"grace_us_median\": %.2f, "
       "\"grace_us_p99\": %.2f}\n",
-      toggles, dry ? 1 : 0, interval_us, static_cast<unsigned long long>(syncs), quiet, during, churn_s, during > 0 ? 100.0 * (1.0 - during / quiet) : 0.0,
+      toggles, dry ? 1 : 0, wait ? 1 : 0, burst, interval_us, static_cast<unsigned long long>(syncs), quiet, during, churn_s, during > 0 ? 100.0 * (1.0 - during / quiet) : 0.0,
       quiet_per_cpu, churn_per_cpu, churn_per_cpu > 0 ? 100.0 * (1.0 - churn_per_cpu / quiet_per_cpu) : 0.0,
       Percentile(toggle_us, 0.5), Percentile(toggle_us, 0.99), Percentile(grace_us, 0.5),
       Percentile(grace_us, 0.99));

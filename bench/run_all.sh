@@ -241,6 +241,7 @@ log "probe churn: 10,000 toggles while 2 threads emit"
 for r in $(seq "$ROUNDS"); do
   run "$BIN/churn_bench" --toggles 10000 --dry 1 >>"$RAW/churn.jsonl" || die "churn_bench failed"
   run "$BIN/churn_bench" --toggles 10000 >>"$RAW/churn.jsonl" || die "churn_bench failed"
+  run "$BIN/churn_bench" --toggles 10000 --wait 1 >>"$RAW/churn.jsonl" || die "churn_bench failed"
 done
 
 # --- 4. Start-up ----------------------------------------------------------------------------

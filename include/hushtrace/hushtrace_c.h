@@ -107,7 +107,7 @@ struct hush_c_session_stats {
  * Returns 0, or -1 when `out` is NULL. */
 HUSH_C_API int hush_c_session_get_stats(struct hush_c_session_stats* out) HUSH_C_INTERNAL_NOEXCEPT;
 
-/* In-process probes: the C form of hush::AddProbe / hush::RemoveProbe (hushtrace/probe.h, which
+/* In-process probes: the C form of hush::AddProbe / RemoveProbe / DetachProbe (hushtrace/probe.h, which
  * documents the payload encoding and the rules for callbacks). */
 struct hush_c_probe_event {
   const char* name; /* "provider:name" */
@@ -121,6 +121,11 @@ HUSH_C_API uint64_t hush_c_add_probe(const char* glob, hush_c_probe_callback cal
                                      void* data) HUSH_C_INTERNAL_NOEXCEPT;
 /* Detaches it; when it returns, the callback runs no more. Returns 0, or -1 for an unknown handle. */
 HUSH_C_API int hush_c_remove_probe(uint64_t handle) HUSH_C_INTERNAL_NOEXCEPT;
+/* Detaches it without waiting (hush::DetachProbe): the callback may still run until
+ * hush_c_synchronize_probes() returns. Returns 0, or -1 for an unknown handle. */
+HUSH_C_API int hush_c_detach_probe(uint64_t handle) HUSH_C_INTERNAL_NOEXCEPT;
+/* Waits until no callback of a probe detached before the call runs (hush::SynchronizeProbes). */
+HUSH_C_API void hush_c_synchronize_probes(void) HUSH_C_INTERNAL_NOEXCEPT;
 
 #ifdef __cplusplus
 } /* extern "C" */

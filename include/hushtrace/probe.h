@@ -25,7 +25,12 @@
 //
 // Cost: an event without probes pays nothing (its state word does not carry the probe bit); an
 // event with probes takes the out-of-line slow path, loads the probe list and calls each callback.
-// AddProbe and RemoveProbe wait for a grace period (membarrier, registered on first use).
+// AddProbe never waits. RemoveProbe waits for a grace period (membarrier, registered on first
+// use); DetachProbe does not, and SynchronizeProbes() waits once for any number of detaches (the
+// tracepoint_probe_unregister + tracepoint_synchronize_unregister pattern of Linux and LTTng):
+//
+//   for (ProbeHandle h : handles) hush::DetachProbe(h);
+//   hush::SynchronizeProbes();   // now no detached callback runs: their data may go away
 #ifndef HUSHTRACE_PROBE_H_
 #define HUSHTRACE_PROBE_H_
 
@@ -54,6 +59,17 @@ ProbeHandle AddProbe(const char* glob, ProbeCallback callback, void* data,
 // Detaches the probe. Returns after a grace period: no call of its callback is running or will
 // start. False for an unknown handle.
 bool RemoveProbe(ProbeHandle handle);
+
+// Detaches the probe without waiting: events that start afterwards no longer call it, but calls
+// from threads that loaded the event's probe list before may still be running or about to start
+// until SynchronizeProbes() returns. Emitting threads are never blocked or interrupted by it; the
+// replaced lists are freed by a later grace period (one per 256 lists at most). False for an
+// unknown handle.
+bool DetachProbe(ProbeHandle handle);
+
+// Waits until no callback of a probe detached before the call is running or will start (one
+// grace period; returns at once when nothing was detached since the last one).
+void SynchronizeProbes();
 
 }  // namespace hush
 

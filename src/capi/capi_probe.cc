@@ -1,10 +1,12 @@
-// hush_c_add_probe / hush_c_remove_probe (include/hushtrace/hushtrace_c.h): each C probe is a C++
-// probe whose data is a small record holding the C callback and its data, freed once
-// RemoveProbe's grace period has passed.
+// hush_c_add_probe / hush_c_remove_probe / hush_c_detach_probe (include/hushtrace/hushtrace_c.h):
+// each C probe is a C++ probe whose data is a small record holding the C callback and its data,
+// freed once a grace period has passed after its detach (RemoveProbe's own, or the
+// SynchronizeProbes of hush_c_synchronize_probes).
 #include <map>
 #include <memory>
 #include <mutex>
 #include <new>
+#include <vector>
 
 #include "hushtrace/hushtrace_c.h"
 #include "hushtrace/probe.h"
@@ -16,10 +18,15 @@ struct CProbe {
   void* data;
 };
 
-std::mutex g_mu;  // guards g_probes; never held while a callback may run
+std::mutex g_mu;  // guards Probes() and Detached(); never held while a callback may run
 std::map<hush::ProbeHandle, std::unique_ptr<CProbe>>& Probes() {
   static auto* probes = new std::map<hush::ProbeHandle, std::unique_ptr<CProbe>>();
   return *probes;
+}
+// Records of detached probes: a callback may still use them until the next SynchronizeProbes.
+std::vector<std::unique_ptr<CProbe>>& Detached() {
+  static auto* detached = new std::vector<std::unique_ptr<CProbe>>();
+  return *detached;
 }
 
 void CallC(const hush::ProbeEvent& e, void* data) {
@@ -55,6 +62,38 @@ int hush_c_remove_probe(uint64_t handle) noexcept {
     return 0;
   } catch (...) {
     return -1;
+  }
+}
+
+int hush_c_detach_probe(uint64_t handle) noexcept {
+  try {
+    if (!hush::DetachProbe(handle)) return -1;
+    std::lock_guard<std::mutex> lock(g_mu);
+    const auto it = Probes().find(handle);
+    if (it != Probes().end()) {
+      Detached().push_back(std::move(it->second));
+      Probes().erase(it);
+    }
+    return 0;
+  } catch (...) {
+    return -1;
+  }
+}
+
+void hush_c_synchronize_probes(void) noexcept {
+  try {
+    std::vector<std::unique_ptr<CProbe>> done;
+    {
+      // Taken before the grace period: records detached meanwhile wait for the next one.
+      std::lock_guard<std::mutex> lock(g_mu);
+      done.swap(Detached());
+    }
+    try {
+      hush::SynchronizeProbes();
+    } catch (...) {
+      for (auto& p : done) static_cast<void>(p.release());  // no grace period: leak, never free
+    }
+  } catch (...) {
   }
 }
 

@@ -14,12 +14,26 @@ ProbeHandle AddProbe(const char* glob, ProbeCallback callback, void* data, std::
   return h;
 }
 
-bool RemoveProbe(ProbeHandle handle) {
+namespace {
+
+bool Remove(ProbeHandle handle, bool wait) {
   if (handle == 0) return false;
   registry::Registry& r = session::GlobalRegistry();
-  const bool ok = r.RemoveProbe(handle);
+  const bool ok = r.RemoveProbe(handle, wait);
   r.ClosePendingModules();
   return ok;
+}
+
+}  // namespace
+
+bool RemoveProbe(ProbeHandle handle) { return Remove(handle, true); }
+
+bool DetachProbe(ProbeHandle handle) { return Remove(handle, false); }
+
+void SynchronizeProbes() {
+  registry::Registry& r = session::GlobalRegistry();
+  r.SynchronizeProbes();
+  r.ClosePendingModules();
 }
 
 }  // namespace hush

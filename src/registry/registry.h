@@ -97,7 +97,12 @@ class Registry {
   // include/hushtrace/probe.h. Scans, then attaches to every matching event.
   ProbeHandle AddProbe(const std::string& glob, ProbeCallback callback, void* data,
                        std::size_t* matched);
-  bool RemoveProbe(ProbeHandle handle);
+  // wait: return after a grace period (RemoveProbe); else the replaced lists are retired and the
+  // callback may still run until SynchronizeProbes() (DetachProbe).
+  bool RemoveProbe(ProbeHandle handle, bool wait);
+  // One grace period for every DetachProbe before it; frees the retired lists. Returns at once
+  // when nothing was detached since the last grace period.
+  void SynchronizeProbes();
   // Modules pinned now (tests).
   std::size_t PinnedModules() const;
   // Drops the module references an idle registry released (dlclose). Call it with no lock held:
@@ -122,9 +127,13 @@ class Registry {
   void DisableAllLocked();
   // Attaches the known probes to events [first, end).
   void AttachProbes(std::size_t first);
-  // Publishes the lists of `changed` (probe slots), waits for a grace period, frees the old ones.
-  void Republish(const std::vector<Event*>& changed);
-  // No event enabled or probed: forgets pinned modules' descriptors and drops the pins.
+  // Publishes the lists of `changed` (probe slots) and retires the old ones. When a retired list
+  // had callbacks and `wait`, or when kMaxRetired lists wait, runs a grace period and frees them.
+  void Republish(const std::vector<Event*>& changed, bool wait = true);
+  // Grace period, then frees every retired list.
+  void SynchronizeLocked();
+  // No event enabled or probed and no detached callback waiting for a grace period: forgets
+  // pinned modules' descriptors and drops the pins.
   void ReleaseIfIdle();
   // Adds `d` to its event; returns the event's index, or -1 for bad metadata.
   std::ptrdiff_t Add(internal::Descriptor* d);
@@ -137,8 +146,11 @@ class Registry {
   std::vector<Module> modules_;  // pinned modules (whose descriptors are in seen_)
   std::vector<void*> unpin_;     // references released by ReleaseIfIdle, for ClosePendingModules
   std::vector<Probe> probes_;
-  // Replaced probe lists without callbacks, freed after the next grace period (Republish).
+  // Replaced probe lists, freed after the next grace period (SynchronizeLocked). At most
+  // kMaxRetired wait: a detaching loop pays one membarrier per kMaxRetired lists.
+  static constexpr std::size_t kMaxRetired = 256;
   std::vector<const probes::ProbeList*> retired_;
+  bool retired_callbacks_ = false;  // a list in retired_ had callbacks (a probe was detached)
   ProbeHandle next_probe_ = 1;
   std::uint32_t next_slot_ = 0;
   std::uint32_t next_id_ = 0;

@@ -10,7 +10,7 @@
 
 namespace hush::registry {
 
-void Registry::Republish(const std::vector<Event*>& changed) {
+void Registry::Republish(const std::vector<Event*>& changed, bool wait) {
   if (changed.empty()) return;
   std::vector<const probes::ProbeList*> old;
   for (Event* e : changed) {
@@ -24,23 +24,34 @@ void Registry::Republish(const std::vector<Event*>& changed) {
     l->entries = e->probes;
     old.push_back(probes::Publish(static_cast<std::uint32_t>(e->probe_slot), l));
   }
-  // A grace period only when a replaced list had callbacks: RemoveProbe's caller may free their
-  // data once we return. Lists without callbacks (an event's first probe replaces its slot's
-  // empty list; the recorder's id changes) are retired and freed after the next grace period
-  // that happens anyway, so toggling the first probe of an event costs no membarrier. Without
-  // membarrier (never here: AddProbe refuses first) old lists are leaked rather than freed under
-  // a reader.
-  const bool callbacks = std::any_of(old.begin(), old.end(), [](const probes::ProbeList* l) {
-    return l != nullptr && !l->entries.empty();
-  });
+  // A grace period now only when a replaced list had callbacks and the caller waits for them
+  // (RemoveProbe's caller may free their data once it returns). Other lists (an event's first
+  // probe replaces its slot's empty list; the recorder's id changes; DetachProbe) are retired and
+  // freed after a later grace period: toggling a probe with DetachProbe costs no membarrier until
+  // kMaxRetired lists wait. Without membarrier (never here: AddProbe refuses first) retired lists
+  // are leaked rather than freed under a reader.
+  bool callbacks = false;
   for (const probes::ProbeList* l : old) {
-    if (l != nullptr) retired_.push_back(l);
+    if (l == nullptr) continue;
+    callbacks = callbacks || !l->entries.empty();
+    retired_.push_back(l);
   }
-  if (!callbacks) return;
-  if (grace::Synchronize()) {
-    for (const probes::ProbeList* l : retired_) delete l;
-    retired_.clear();
-  }
+  retired_callbacks_ = retired_callbacks_ || callbacks;
+  if ((callbacks && wait) || retired_.size() >= kMaxRetired) SynchronizeLocked();
+}
+
+void Registry::SynchronizeLocked() {
+  if (!grace::Synchronize()) return;
+  for (const probes::ProbeList* l : retired_) delete l;
+  retired_.clear();
+  retired_callbacks_ = false;
+}
+
+void Registry::SynchronizeProbes() {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  if (!retired_callbacks_) return;
+  SynchronizeLocked();
+  ReleaseIfIdle();  // modules kept pinned for the detached callbacks
 }
 
 void Registry::AttachProbes(std::size_t first) {
@@ -103,7 +114,7 @@ ProbeHandle Registry::AddProbe(const std::string& glob, ProbeCallback callback, 
   return handle;
 }
 
-bool Registry::RemoveProbe(ProbeHandle handle) {
+bool Registry::RemoveProbe(ProbeHandle handle, bool wait) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
   const auto it = std::find_if(probes_.begin(), probes_.end(),
                                [&](const Probe& p) { return p.handle == handle; });
@@ -124,7 +135,7 @@ bool Registry::RemoveProbe(ProbeHandle handle) {
   }
   if (!sites.empty()) patch::SetSites(sites, false);
   // After the grace period no reader holds a list with the callback: the caller may free `data`.
-  Republish(changed);
+  Republish(changed, wait);
   ReleaseIfIdle();
   return true;
 }
@@ -134,6 +145,9 @@ void Registry::ReleaseIfIdle() {
       std::any_of(events_.begin(), events_.end(), [](const Event& e) { return e.Active(); })) {
     return;
   }
+  // Detached callbacks may still run on other threads (DetachProbe never waits): the modules
+  // stay pinned until the next grace period (SynchronizeProbes) calls this again.
+  if (retired_callbacks_) return;
   // Every state word is 0 and every site a NOP: the runtime keeps no pointer into these modules
   // once their descriptors and sites are forgotten.
   for (Module& m : modules_) {

@@ -199,6 +199,76 @@ void CountC(const struct hush_c_probe_event* e, void* data) {
   }
 }
 
+// DetachProbe returns while another thread is inside the probe's callback; SynchronizeProbes
+// waits for that thread to leave it.
+TEST(ProbeTest, DetachDoesNotWaitSynchronizeDoes) {
+  struct Gate {
+    std::atomic<int> calls{0};
+    std::atomic<bool> release{false};
+  } gate;
+  auto blocking = [](const hush::ProbeEvent&, void* data) {
+    auto* g = static_cast<Gate*>(data);
+    if (g->calls.fetch_add(1) != 0) return;
+    while (!g->release.load()) std::this_thread::yield();
+  };
+  const hush::ProbeHandle h = hush::AddProbe("prb:flip", blocking, &gate);
+  ASSERT_NE(h, 0u);
+  std::thread inside([] { HUSH_TRACE(prb, flip, 1u); });
+  while (gate.calls.load() == 0) std::this_thread::yield();
+  EXPECT_TRUE(hush::DetachProbe(h));  // would never return if it waited for `inside`
+  EXPECT_FALSE(hush::DetachProbe(h));
+  HUSH_TRACE(prb, flip, 2u);  // this thread saw its own detach: not called
+  std::atomic<bool> synced{false};
+  std::thread sync([&] {
+    hush::SynchronizeProbes();
+    synced.store(true);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(synced.load()) << "the grace period ended while a reader was inside the callback";
+  gate.release.store(true);
+  inside.join();
+  sync.join();
+  EXPECT_TRUE(synced.load());
+  EXPECT_EQ(gate.calls.load(), 1);
+  hush::SynchronizeProbes();  // nothing detached since: returns at once
+}
+
+// Probes toggled by DetachProbe while two threads emit the event; each probe's data is freed
+// after the SynchronizeProbes that follows its detach (ASan and TSan catch a callback that runs
+// after that).
+TEST(ProbeTest, DetachTorture) {
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> emitters;
+  for (int t = 0; t < 2; ++t) {
+    emitters.emplace_back([&] {
+      for (std::uint32_t i = 0; !stop.load(std::memory_order_relaxed); ++i) HUSH_TRACE(prb, flip, i);
+    });
+  }
+  std::vector<std::atomic<std::uint64_t>*> pending;
+  std::uint64_t counted = 0;
+  for (int i = 0; i < 3000; ++i) {
+    auto* data = new std::atomic<std::uint64_t>(0);
+    const hush::ProbeHandle h = hush::AddProbe("prb:flip", Count, data);
+    ASSERT_NE(h, 0u);
+    std::this_thread::yield();
+    ASSERT_TRUE(hush::DetachProbe(h));
+    pending.push_back(data);
+    if (i % 100 == 99) {
+      hush::SynchronizeProbes();
+      for (auto* d : pending) {
+        counted += d->load();
+        delete d;
+      }
+      pending.clear();
+    }
+  }
+  stop.store(true);
+  for (std::thread& t : emitters) t.join();
+  hush::SynchronizeProbes();
+  for (auto* d : pending) delete d;
+  EXPECT_GT(counted, 0u);
+}
+
 // A fork child inherits the probes and can add and remove its own: the grace-period reader list
 // holds only the forking thread there.
 TEST(ProbeTest, ForkChild) {
@@ -234,6 +304,15 @@ TEST(ProbeTest, CApi) {
   HUSH_TRACE(prb, tick, 0u, std::uint64_t{0});
   EXPECT_EQ(count, 77u);
   EXPECT_EQ(hush_c_add_probe(nullptr, CountC, &count), 0u);
+
+  const std::uint64_t d = hush_c_add_probe("prb:tick", CountC, &count);
+  ASSERT_NE(d, 0u);
+  for (std::uint32_t i = 0; i < 5; ++i) HUSH_TRACE(prb, tick, i, std::uint64_t{i});
+  EXPECT_EQ(hush_c_detach_probe(d), 0);
+  EXPECT_EQ(hush_c_detach_probe(d), -1);
+  HUSH_TRACE(prb, tick, 0u, std::uint64_t{0});
+  hush_c_synchronize_probes();
+  EXPECT_EQ(count, 82u);
 }
 
 }  // namespace

@@ -249,7 +249,9 @@ TEST_F(GoldenTest, BabeltraceAgreesWithDump) {
         }
         EXPECT_EQ(value, hex + ">") << d[i] << "\n" << b[i];
       } else if (value.front() == '"') {
-        if (value.find('\\') == std::string::npos) EXPECT_EQ(value, other) << field;
+        if (value.find('\\') == std::string::npos) {
+          EXPECT_EQ(value, other) << field;
+        }
       } else if (std::isalpha(static_cast<unsigned char>(value.front())) ||
                  value.find_first_not_of("-0123456789") == std::string::npos) {  // labels, integers
         EXPECT_EQ(value, other) << field << "\n" << d[i] << "\n" << b[i];

@@ -225,8 +225,7 @@ int Signals() {
   // Untraced work between traced calls keeps the event rate well below what the consumer
   // writes: a full ring would drop events (counted), which this test must not see.
   for (long i = 0; i < 2000000 && g_alarms.load() < 200; ++i) {
-    for (volatile int k = 0; k < 100; ++k) {
-    }
+    for (int k = 0; k < 100; ++k) asm volatile("" ::: "memory");
     if (leaf(i) != i * 3 + 1) g_bad.store(1);
     if (i % 64 == 0 && fib(5) != 5) g_bad.store(1);
   }

@@ -23,6 +23,7 @@
 
 #include <dirent.h>
 #include <elf.h>
+#include <fcntl.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -281,12 +282,18 @@ bool FindSymbolValue(const elf::ElfFile& file, const char* name, std::uint64_t* 
 
 std::uint64_t FindBootstrap(pid_t pid, std::string* error) {
   const std::string maps_path = "/proc/" + std::to_string(pid) + "/maps";
-  if (::access(maps_path.c_str(), R_OK) != 0) {
-    *error = errno == EACCES || errno == EPERM
-                 ? "permission denied: process " + std::to_string(pid) +
-                       " belongs to another user (only its user and root may control it)"
-                 : "no process " + std::to_string(pid);
-    return 0;
+  // open(), not access(): the file's mode is 0444 and the kernel refuses another user's process
+  // only when it is opened (a ptrace access check).
+  {
+    const int fd = ::open(maps_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      *error = errno == EACCES || errno == EPERM
+                   ? "permission denied: process " + std::to_string(pid) +
+                         " belongs to another user (only its user and root may control it)"
+                   : "no process " + std::to_string(pid);
+      return 0;
+    }
+    ::close(fd);
   }
   const std::string maps = ReadSmall(maps_path);
   char exe[4096];
