@@ -333,7 +333,7 @@ WriteResult Ring::WriteLossMarker(int fd, WriteResult result) {
   return result;
 }
 
-WriteResult Ring::WriteNew(int fd, std::uint64_t now, bool include_open) {
+WriteResult Ring::WriteNew(int fd, bool include_open) {
   WriteResult result;
   // Acquire: pairs with the release in ClosePacket(); packets below `produced` are complete.
   const std::uint64_t produced = header_->produced.load(std::memory_order_acquire);
@@ -427,7 +427,6 @@ WriteResult Ring::WriteNew(int fd, std::uint64_t now, bool include_open) {
   }
   // End at the last written event, where the continuation packet begins: packets of a stream
   // must not overlap in time.
-  (void)now;
   StoreField<std::uint64_t>(scratch_.get(), kOffTsEnd, last_ts);
   StoreField<std::uint64_t>(scratch_.get(), kOffDiscarded,
                             header_->discarded.load(std::memory_order_relaxed));

@@ -70,12 +70,13 @@ class Ring {
 
   // --- consumer (one thread at a time; the session serializes callers) ---
   // Writes to `fd` every packet not yet written: closed packets, then (if `include_open`) the
-  // part of the open packet committed so far, closed at `now`. Stream mode releases closed
+  // part of the open packet committed so far, ending at its last event. Stream mode releases closed
   // packets to the producer. Flight mode skips packets already overwritten (the producer counted
   // their events) and validates each copy against a concurrent overwrite, seqlock style.
   // A packet written in parts (open, then later closed) continues as a new packet whose
-  // timestamp_begin is the `now` of the earlier part, which keeps compact timestamps exact.
-  WriteResult WriteNew(int fd, std::uint64_t now, bool include_open);
+  // timestamp_begin is the last event of the earlier part, which keeps compact timestamps exact
+  // and packets of a stream from overlapping in time.
+  WriteResult WriteNew(int fd, bool include_open);
   // Events lost because writing failed (disk full...), counted by WriteNew.
   std::uint64_t write_lost_events() const {
     return write_lost_events_.load(std::memory_order_relaxed);

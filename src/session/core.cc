@@ -509,9 +509,8 @@ void Core::EnsureConsumer() {
 void Core::WriteAll(bool include_open) {
   std::lock_guard<std::mutex> lock(write_mu_);
   const FileSizeSignalGuard no_sigxfsz;
-  const std::uint64_t now = clock::Now(use_tsc());
   for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_acquire); i < n; ++i) {
-    const ring::WriteResult r = slots_[i].ring->WriteNew(slots_[i].stream_fd, now, include_open);
+    const ring::WriteResult r = slots_[i].ring->WriteNew(slots_[i].stream_fd, include_open);
     if (r.error != 0) {
       write_errors_.fetch_add(1, std::memory_order_relaxed);
       if (!write_error_reported_.exchange(true)) {
