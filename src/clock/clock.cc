@@ -7,6 +7,7 @@
 #include <cpuid.h>
 #endif
 
+#include <atomic>
 #include <cmath>
 
 #include "hushtrace/internal/cycle_clock.h"
@@ -45,6 +46,22 @@ void ComputeOffset(Calibration& c) {
       static_cast<std::int64_t>(std::llround((base_ns - c.offset_s * 1e9L) * c.freq_hz / 1e9L));
 }
 
+// The best TSC frequency measured in this process so far and the span it was measured over (an
+// invariant TSC never changes rate): a session starts from it instead of spinning again, and
+// refines it only over a longer span. Atomics, not a mutex: Calibrate may run in a fork child.
+// A reader may pair one writer's frequency with another's span: both are valid estimates, the
+// span only decides when Refine() replaces the frequency.
+std::atomic<std::uint64_t> g_best_freq{0};
+std::atomic<std::uint64_t> g_best_span{0};
+std::atomic<bool> g_best_refined{false};
+
+void Remember(const Calibration& c) {
+  if (c.span_ns <= g_best_span.load(std::memory_order_relaxed)) return;
+  g_best_span.store(c.span_ns, std::memory_order_relaxed);
+  g_best_freq.store(c.freq_hz, std::memory_order_relaxed);
+  g_best_refined.store(c.freq_source == "span", std::memory_order_relaxed);
+}
+
 std::uint64_t FrequencyOver(const Calibration& c, std::uint64_t ticks, std::uint64_t mono_ns) {
   return static_cast<std::uint64_t>(
       std::llround((ticks - c.ref_ticks) * 1e9L / (mono_ns - c.ref_mono_ns)));
@@ -53,14 +70,18 @@ std::uint64_t FrequencyOver(const Calibration& c, std::uint64_t ticks, std::uint
 }  // namespace
 
 bool TscIsInvariant() {
+  // CPUID traps to the hypervisor in a VM: asked once.
+  static const bool invariant = [] {
 #if defined(__x86_64__)
-  unsigned a, b, c, d;
-  if (__get_cpuid(0x80000000, &a, &b, &c, &d) == 0 || a < 0x80000007) return false;
-  __get_cpuid(0x80000007, &a, &b, &c, &d);
-  return (d & (1u << 8)) != 0;
+    unsigned a, b, c, d;
+    if (__get_cpuid(0x80000000, &a, &b, &c, &d) == 0 || a < 0x80000007) return false;
+    __get_cpuid(0x80000007, &a, &b, &c, &d);
+    return (d & (1u << 8)) != 0;
 #else
-  return false;
+    return false;
 #endif
+  }();
+  return invariant;
 }
 
 std::uint64_t Now(bool use_tsc) {
@@ -84,14 +105,23 @@ Calibration Calibrate() {
   SamplePair(true, CLOCK_REALTIME, &t, &real);
   // Realtime at the reference tick (the two samples are < 1 us apart; the TSC runs at ~GHz).
   c.ref_real_ns = real - static_cast<std::uint64_t>((t - c.ref_ticks) * 1e9L / 2.5e9L);
-  // Provisional frequency over a ~50 us spin; Refine() replaces it.
-  std::uint64_t ticks, mono;
-  do {
-    SamplePair(true, CLOCK_MONOTONIC_RAW, &ticks, &mono);
-  } while (mono - c.ref_mono_ns < 50000);
-  c.freq_hz = FrequencyOver(c, ticks, mono);
-  c.span_ns = mono - c.ref_mono_ns;
-  c.freq_source = "spin";
+  if (const std::uint64_t best = g_best_freq.load(std::memory_order_relaxed); best != 0) {
+    // An earlier session's (or Prepare's) estimate: no spin; Refine() replaces it once this
+    // session has run longer than the span it was measured over.
+    c.freq_hz = best;
+    c.span_ns = g_best_span.load(std::memory_order_relaxed);
+    c.freq_source = g_best_refined.load(std::memory_order_relaxed) ? "span" : "spin";
+  } else {
+    // Provisional frequency over a ~50 us spin; Refine() replaces it.
+    std::uint64_t ticks, mono;
+    do {
+      SamplePair(true, CLOCK_MONOTONIC_RAW, &ticks, &mono);
+    } while (mono - c.ref_mono_ns < 50000);
+    c.freq_hz = FrequencyOver(c, ticks, mono);
+    c.span_ns = mono - c.ref_mono_ns;
+    c.freq_source = "spin";
+    Remember(c);
+  }
   // Redo the realtime correction with the estimate.
   c.ref_real_ns = real - static_cast<std::uint64_t>((t - c.ref_ticks) * 1e9L / c.freq_hz);
   ComputeOffset(c);
@@ -107,6 +137,11 @@ void Refine(Calibration& c) {
   c.span_ns = mono - c.ref_mono_ns;
   c.freq_source = "span";
   ComputeOffset(c);
+  Remember(c);
+}
+
+void Prepare() {
+  if (TscIsInvariant() && g_best_freq.load(std::memory_order_relaxed) == 0) static_cast<void>(Calibrate());
 }
 
 }  // namespace hush::clock

@@ -5,7 +5,9 @@
 // the slow path and is stamped with CLOCK_MONOTONIC in nanoseconds.
 //
 // Calibration costs nothing measurable at session start: it records one reference pair
-// (counter, CLOCK_MONOTONIC_RAW, CLOCK_REALTIME) and estimates the frequency over a ~50 us spin.
+// (counter, CLOCK_MONOTONIC_RAW, CLOCK_REALTIME) and estimates the frequency over a ~50 us spin,
+// only in the process's first calibration: later sessions start from the best estimate so far
+// (the TSC is invariant), which Prepare() can take ahead of time (the control server does).
 // Refine() later measures the frequency over the whole span since the reference, which bounds
 // the error of any timestamp to about twice the sampling error of the two pairs (tens of ns),
 // whatever the session length. The consumer refines periodically and Stop() once more; the
@@ -39,6 +41,8 @@ std::uint64_t Now(bool use_tsc);
 Calibration Calibrate();
 // Re-measures the frequency over the span since the reference and recomputes the offset.
 void Refine(Calibration& c);
+// Takes the first frequency estimate now (a ~50 us spin), if none was taken yet.
+void Prepare();
 
 }  // namespace hush::clock
 

@@ -23,6 +23,7 @@
 #include <mutex>
 #include <vector>
 
+#include "clock/clock.h"
 #include "control/protocol.h"
 #include "hushtrace/session.h"
 #include "patch/patch.h"
@@ -135,9 +136,11 @@ double NowUs(clockid_t clock) {
 }
 
 void Serve(int listen_fd) {
-  // Most likely a `start` follows: take the slow one-time part of the first patch batch now,
-  // while the CLI is still detaching, rather than inside that request.
+  // Most likely a `start` follows: take the slow one-time part of the first patch batch and the
+  // clock's first frequency estimate now, while the CLI is still detaching, rather than inside
+  // that request.
   patch::Prepare();
+  clock::Prepare();
   std::vector<char> buf(kMaxMessage + 1);
   for (;;) {
     const int c = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
