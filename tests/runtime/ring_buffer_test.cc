@@ -601,6 +601,7 @@ TEST(RingSession, EventLargerThanASubBufferIsRefusedAndCounted) {
   o.output_dir = dir.Sub("trace");
   o.buffer_size = kSessionBuffer;
   std::string error;
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // see session_test.cc, Start()
   testing::internal::CaptureStderr();
   auto s = hush::Session::Start(o, &error);
   ASSERT_NE(s, nullptr) << error;
@@ -639,6 +640,7 @@ TEST(RingSession, EventOfExactlyTheLargestSizeIsAccepted) {
   o.output_dir = dir.Sub("trace");
   o.buffer_size = kSessionBuffer;
   std::string error;
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // see session_test.cc, Start()
   auto s = hush::Session::Start(o, &error);
   ASSERT_NE(s, nullptr) << error;
   const auto max = Bytes(kMaxBlob);
