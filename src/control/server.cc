@@ -136,12 +136,17 @@ double NowUs(clockid_t clock) {
 }
 
 void Serve(int listen_fd) {
-  // Most likely a `start` follows: take the slow one-time part of the first patch batch and the
-  // clock's first frequency estimate now, while the CLI is still detaching, rather than inside
-  // that request.
-  patch::Prepare();
-  clock::Prepare();
-  std::vector<char> buf(kMaxMessage + 1);
+  std::vector<char> buf;
+  {
+    // Allocations and one-time work: a fork() waits for them (session/fork_gate.h).
+    const session::ForkGateSection working;
+    // Most likely a `start` follows: take the slow one-time part of the first patch batch and
+    // the clock's first frequency estimate now, while the CLI is still detaching, rather than
+    // inside that request.
+    patch::Prepare();
+    clock::Prepare();
+    buf.resize(kMaxMessage + 1);
+  }
   for (;;) {
     const int c = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
     if (c < 0) {
@@ -154,12 +159,11 @@ void Serve(int listen_fd) {
     }
     ucred cred{};
     socklen_t len = sizeof cred;
-    std::string reply;
-    if (::getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
-        (cred.uid != ::geteuid() && cred.uid != 0)) {
-      reply = Error("permission denied: process " + std::to_string(::getpid()) +
-                    " is controlled by its user and root only");
-    } else {
+    const bool allowed = ::getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
+                         (cred.uid == ::geteuid() || cred.uid == 0);
+    ssize_t n = 0;
+    int msg_flags = 0;
+    if (allowed) {
       // A client that connects and sends nothing must not hold the server.
       timeval tv{2, 0};
       ::setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
@@ -167,7 +171,6 @@ void Serve(int listen_fd) {
       msghdr msg{};
       msg.msg_iov = &iov;
       msg.msg_iovlen = 1;
-      ssize_t n;
       do {
         n = ::recvmsg(c, &msg, 0);
       } while (n < 0 && errno == EINTR);
@@ -175,7 +178,16 @@ void Serve(int listen_fd) {
         ::close(c);
         continue;
       }
-      if ((msg.msg_flags & MSG_TRUNC) != 0 || static_cast<std::size_t>(n) > kMaxMessage) {
+      msg_flags = msg.msg_flags;
+    }
+    {
+      // The request is in: handling it allocates (and frees `reply`) inside the section.
+      const session::ForkGateSection working;
+      std::string reply;
+      if (!allowed) {
+        reply = Error("permission denied: process " + std::to_string(::getpid()) +
+                      " is controlled by its user and root only");
+      } else if ((msg_flags & MSG_TRUNC) != 0 || static_cast<std::size_t>(n) > kMaxMessage) {
         reply = Error("request larger than " + std::to_string(kMaxMessage) + " bytes");
       } else {
         const double wall = NowUs(CLOCK_MONOTONIC), cpu = NowUs(CLOCK_THREAD_CPUTIME_ID);
@@ -186,8 +198,8 @@ void Serve(int listen_fd) {
                       NowUs(CLOCK_MONOTONIC) - wall, NowUs(CLOCK_THREAD_CPUTIME_ID) - cpu);
         reply += times;
       }
+      ::send(c, reply.data(), reply.size(), MSG_NOSIGNAL);
     }
-    ::send(c, reply.data(), reply.size(), MSG_NOSIGNAL);
     ::close(c);
   }
 }

@@ -163,18 +163,21 @@ void SchedRecorder::SamplePair() {
 void SchedRecorder::Loop() {
   reader_tid_.store(static_cast<std::uint32_t>(::syscall(SYS_gettid)), std::memory_order_relaxed);
   std::vector<pollfd> fds;
-  fds.push_back({wake_fd_, POLLIN, 0});
-  for (int fd : perf_.fds()) fds.push_back({fd, POLLIN, 0});
-  // Here, not in Start(): Start() runs under the session mutex, which attaching a ring takes.
-  // Every CPU's stream gets its ring now, so its first packet begins at the session's start.
-  if (core_->forked_child()) {
-    names_pending_ = true;
-  } else {
-    for (std::size_t i = 0; i < stream_count_; ++i) {
-      std::uint64_t ts = start_ts_;
-      Attach(streams_[i], &ts);
+  {
+    const session::ForkGateSection working;  // session/fork_gate.h: allocations
+    fds.push_back({wake_fd_, POLLIN, 0});
+    for (int fd : perf_.fds()) fds.push_back({fd, POLLIN, 0});
+    // Here, not in Start(): Start() runs under the session mutex, which attaching a ring takes.
+    // Every CPU's stream gets its ring now, so its first packet begins at the session's start.
+    if (core_->forked_child()) {
+      names_pending_ = true;
+    } else {
+      for (std::size_t i = 0; i < stream_count_; ++i) {
+        std::uint64_t ts = start_ts_;
+        Attach(streams_[i], &ts);
+      }
+      EmitInitialNames(initial_tids_);
     }
-    EmitInitialNames(initial_tids_);
   }
   for (;;) {
     const int n = ::poll(fds.data(), fds.size(), 50);
@@ -183,7 +186,10 @@ void SchedRecorder::Loop() {
       ::usleep(5000);  // the rings stay above their watermark: do not spin
       continue;
     }
-    DrainAll();
+    {
+      const session::ForkGateSection working;
+      DrainAll();
+    }
     if (stopping) return;
   }
 }

@@ -1,6 +1,7 @@
 // Session start/stop, the consumer thread and trace-directory management.
 #include "session/core.h"
 #include "session/crash_handler.h"
+#include "session/fork_gate.h"
 #include "session/masked_thread.h"
 #include "sched/sched_events.h"
 #include "sched/sched_recorder.h"
@@ -20,7 +21,6 @@
 #include <cstring>
 #include <utility>
 
-#include "session/masked_thread.h"
 
 namespace hush::session {
 
@@ -375,8 +375,7 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
     return false;
   }
   crash::Arm(ring_dirfd_);  // a fatal signal marks .ring (crash_handler.h)
-  static std::once_flag fork_once;
-  std::call_once(fork_once, [] { ::pthread_atfork(nullptr, nullptr, [] { Core::OnForkChild(); }); });
+  InstallForkGate([] { Core::OnForkChild(); });  // the gate is reset before OnForkChild runs
   if (options_.mode == Mode::kFlight) {
     static std::once_flag signal_once;
     std::call_once(signal_once, [] {
@@ -527,16 +526,19 @@ void Core::ConsumerLoop() {
   while (!stopping_) {
     wake_cv_.wait_for(lock, std::chrono::milliseconds(50));
     lock.unlock();
-    WriteAll(false);
-    if (std::chrono::steady_clock::now() >= next_refine) {
-      // Keep the metadata's clock calibration recent for a trace whose writer might crash.
-      std::lock_guard<std::mutex> session_lock(mu_);
-      if (!stopped_ && !forked_child_) {
-        clock::Refine(calibration_);
-        std::string error;
-        WriteMetadata(&error);
+    {
+      const ForkGateSection working;  // fork_gate.h
+      WriteAll(false);
+      if (std::chrono::steady_clock::now() >= next_refine) {
+        // Keep the metadata's clock calibration recent for a trace whose writer might crash.
+        std::lock_guard<std::mutex> session_lock(mu_);
+        if (!stopped_ && !forked_child_) {
+          clock::Refine(calibration_);
+          std::string error;
+          WriteMetadata(&error);
+        }
+        next_refine = std::chrono::steady_clock::now() + std::chrono::seconds(10);
       }
-      next_refine = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     }
     lock.lock();
   }
@@ -576,6 +578,7 @@ void Core::SignalLoop() {
       std::lock_guard<std::mutex> lock(wake_mu_);
       if (stopping_) return;
     }
+    const ForkGateSection working;  // fork_gate.h
     if (internal::ThreadWriter* w = trigger_writer_.exchange(nullptr, std::memory_order_acquire)) {
       // The trigger event is still being written: wait (bounded, as in Stop()) until its thread
       // leaves it, so that the snapshot ends with it. mu_ keeps the thread from detaching (and

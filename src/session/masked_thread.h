@@ -8,6 +8,8 @@
 #include <thread>
 #include <utility>
 
+#include "session/fork_gate.h"
+
 namespace hush::session {
 
 // Set on the library's threads (src/session/thread_attach.cc): their events are dropped
@@ -25,10 +27,20 @@ std::thread StartMaskedThread(const char* name, Body&& body) {
   sigfillset(&all);
   for (int fault : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT}) sigdelset(&all, fault);
   ::pthread_sigmask(SIG_SETMASK, &all, &previous);
-  std::thread thread([b = std::forward<Body>(body)]() mutable {
-    t_library_thread = true;
-    b();
-  });
+  InstallForkGate();
+  ThreadStarting();  // a fork() from now until the body runs waits for the thread's start-up
+  std::thread thread;
+  try {
+    thread = std::thread([b = std::forward<Body>(body)]() mutable {
+      t_library_thread = true;
+      ThreadStarted();
+      b();
+    });
+  } catch (...) {
+    ThreadStartFailed();
+    ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    throw;
+  }
   ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   ::pthread_setname_np(thread.native_handle(), name);
   return thread;
