@@ -48,12 +48,6 @@ using hushtest::TraceEvent;
 inline std::unique_ptr<hush::Session> Start(const std::string& dir, hush::Mode mode,
                                             std::size_t buffer,
                                             std::vector<std::string> events = {"mt:*"}) {
-  // Work-around for a reported bug (see SessionLifecycle.ThreadOfAStoppedSession...): a thread
-  // that emitted in an earlier session and emits again within 2^24 cycles keeps writing into the
-  // old ring. Waiting longer than that sends its next event through the slow path. Removing
-  // this wait (2026-12-01) made SignalTest.StreamModeTraceStaysReadableAndCountsAddUp miss 2
-  // events, uncounted, in one CI run of 2: the bug is not fully fixed; keep it until it is.
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
   hush::SessionOptions o;
   o.events = std::move(events);
   o.output_dir = dir;
