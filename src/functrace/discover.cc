@@ -10,8 +10,9 @@
 //   3. bytes: one 5-byte NOP -> patched. gcc's five one-byte NOPs -> patched only while no other
 //      thread of the program exists (none can be between two of them then); else refused and
 //      counted (docs/architecture.md, "Function tracing"). Anything else -> left alone.
-//   4. target: the trampoline if within call range, else a stub page mapped within 2 GiB of the
-//      module that jumps to it.
+//   4. target: a per-function stub (16 bytes, in an arena mapped within 2 GiB of the module) that
+//      loads the body's address and jumps to the trampoline; the entry becomes a jmp to it, so
+//      no return address is pushed (docs/architecture.md, "Function tracing").
 // All selected entries of all new modules go to src/patch in one batch.
 #include <cxxabi.h>
 #include <dirent.h>
@@ -28,6 +29,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "elf/elf_file.h"
@@ -61,8 +63,9 @@ struct State {
   bool started = false;
   Options options;
   std::vector<Module> modules;            // every module scanned, in the order seen
-  std::vector<patch::CodeSite> patched;   // entries currently patched (their call bytes)
-  std::vector<std::uintptr_t> stubs;      // stub pages (never unmapped)
+  std::vector<patch::CodeSite> patched;   // entries currently patched (their jump bytes)
+  std::vector<std::uintptr_t> stub_arenas;                    // never unmapped
+  std::unordered_map<std::uintptr_t, std::uintptr_t> stub_of;  // entry -> its stub
   std::uint64_t entries = 0, refused_split = 0, converted_split = 0;
   double last_batch_us = 0;
 };
@@ -185,42 +188,59 @@ bool InCallRange(std::uintptr_t target, std::uintptr_t lo, std::uintptr_t hi) {
   return dist(target, lo) < kReach && dist(target, hi) < kReach;
 }
 
-// A call target within rel32 range of [lo, hi): the trampoline itself, a stub already made, or a
-// new stub page `jmp *0(%rip); .quad hush_ftrace_entry` mapped near the module. 0 if none.
-std::uintptr_t CallTarget(std::uintptr_t lo, std::uintptr_t hi) {
-  const auto trampoline = reinterpret_cast<std::uintptr_t>(&hush_ftrace_entry);
-  if (InCallRange(trampoline, lo, hi)) return trampoline;
-  for (std::uintptr_t s : St().stubs) {
-    if (InCallRange(s, lo, hi)) return s;
-  }
+// `bytes` of fresh read-write memory within rel32 reach of all of [lo, hi), or 0.
+std::uintptr_t MapNear(std::uintptr_t lo, std::uintptr_t hi, std::size_t bytes) {
   const std::uintptr_t page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
   constexpr std::uintptr_t kStep = std::uintptr_t{1} << 21;
   for (std::uintptr_t i = 1; i < 768; ++i) {
     for (int dir = 0; dir < 2; ++dir) {
       const std::uintptr_t lo_page = lo & ~(page - 1);
-      if (dir == 0 && lo_page < i * kStep + page) continue;
+      if (dir == 0 && lo_page < i * kStep + bytes) continue;
       const std::uintptr_t hint =
-          dir == 0 ? lo_page - i * kStep : ((hi + page - 1) & ~(page - 1)) + i * kStep;
-      void* p = ::mmap(reinterpret_cast<void*>(hint), page, PROT_READ | PROT_WRITE,
+          dir == 0 ? lo_page - i * kStep - bytes : ((hi + page - 1) & ~(page - 1)) + i * kStep;
+      void* p = ::mmap(reinterpret_cast<void*>(hint), bytes, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
       if (p == MAP_FAILED) continue;
       const auto s = reinterpret_cast<std::uintptr_t>(p);
-      if (!InCallRange(s, lo, hi)) {
-        ::munmap(p, page);
+      if (!InCallRange(s, lo, hi) || !InCallRange(s + bytes, lo, hi)) {
+        ::munmap(p, bytes);
         continue;
       }
-      static const unsigned char kJmp[6] = {0xff, 0x25, 0, 0, 0, 0};  // jmp *0(%rip)
-      std::memcpy(p, kJmp, sizeof kJmp);
-      std::memcpy(static_cast<char*>(p) + sizeof kJmp, &trampoline, sizeof trampoline);
-      if (::mprotect(p, page, PROT_READ | PROT_EXEC) != 0) {
-        ::munmap(p, page);
-        return 0;
-      }
-      St().stubs.push_back(s);
       return s;
     }
   }
   return 0;
+}
+
+// Gives every entry of `entries` (all in [lo, hi)) its stub (patch/arch: EncodeEntryStub) in a
+// new arena mapped near the module: the trampoline's address at offset 0, then the stubs. An
+// arena is written once and made read+execute before any entry jumps to it (never changed
+// again, never unmapped: a thread may be inside a stub long after its entry was restored).
+bool MakeStubs(std::uintptr_t lo, std::uintptr_t hi, const std::vector<std::uintptr_t>& entries) {
+  const std::size_t stub_size = patch::arch::EntryStubSize();
+  const std::uintptr_t page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const std::size_t bytes = (stub_size * (entries.size() + 1) + page - 1) & ~(page - 1);
+  const std::uintptr_t arena = MapNear(lo, hi, bytes);
+  if (arena == 0) return false;
+  const auto trampoline = reinterpret_cast<std::uintptr_t>(&hush_ftrace_entry);
+  std::memcpy(reinterpret_cast<void*>(arena), &trampoline, sizeof trampoline);
+  std::vector<std::pair<std::uintptr_t, std::uintptr_t>> made;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const std::uintptr_t stub = arena + stub_size * (i + 1);
+    const std::uintptr_t body = entries[i] + patch::arch::SiteSize();
+    if (!patch::arch::EncodeEntryStub(stub, body, arena, reinterpret_cast<std::uint8_t*>(stub))) {
+      ::munmap(reinterpret_cast<void*>(arena), bytes);
+      return false;
+    }
+    made.emplace_back(entries[i], stub);
+  }
+  if (::mprotect(reinterpret_cast<void*>(arena), bytes, PROT_READ | PROT_EXEC) != 0) {
+    ::munmap(reinterpret_cast<void*>(arena), bytes);
+    return false;
+  }
+  St().stub_arenas.push_back(arena);
+  St().stub_of.insert(made.begin(), made.end());
+  return true;
 }
 
 // Globs against one symbol's names.
@@ -277,11 +297,7 @@ bool SelectEntries(const LoadedModule& m, const Selector& sel, bool single_threa
     *warning = error;
     return true;
   }
-  const std::uintptr_t target = CallTarget(m.text_lo, m.text_hi);
-  if (target == 0) {
-    *warning = m.path + ": no page for a trampoline stub within 2 GiB of its code";
-    return true;
-  }
+  std::vector<std::uintptr_t> selected_entries;
   std::vector<std::uint8_t> verdict(syms.size(), 2);  // 2 unknown, 1 selected, 0 not
   for (const auto& [entries, count] : arrays) {
     for (std::size_t k = 0; k < count; ++k) {
@@ -318,12 +334,23 @@ bool SelectEntries(const LoadedModule& m, const Selector& sel, bool single_threa
       } else if (kind != patch::arch::EntryKind::kNop) {
         continue;
       }
-      patch::CodeSite site;
-      site.addr = addr;
-      site.resume = addr + patch::arch::SiteSize();
-      if (!patch::arch::EncodeCall(addr, target, site.bytes)) continue;
-      out->push_back(site);
+      selected_entries.push_back(addr);
     }
+  }
+  std::vector<std::uintptr_t> need;
+  for (std::uintptr_t addr : selected_entries) {
+    if (St().stub_of.count(addr) == 0) need.push_back(addr);
+  }
+  if (!need.empty() && !MakeStubs(m.text_lo, m.text_hi, need)) {
+    *warning = m.path + ": no memory for its entry stubs within 2 GiB of its code";
+    return true;
+  }
+  for (std::uintptr_t addr : selected_entries) {
+    patch::CodeSite site;
+    site.addr = addr;
+    site.resume = addr + patch::arch::SiteSize();
+    if (!patch::arch::EncodeJump(addr, St().stub_of.at(addr), site.bytes)) continue;
+    out->push_back(site);
   }
   return true;
 }

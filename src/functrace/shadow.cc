@@ -28,7 +28,7 @@ using EntrySpec = hush_tp_func_entry;
 using ExitSpec = hush_tp_func_exit;
 using CallSpec = hush_tp_func_call;
 
-// x86-64: the patched entry is a 5-byte `call`; its return address is the entry + 5.
+// x86-64: the patched entry is a 5-byte `jmp` to the function's stub; the body is entry + 5.
 constexpr std::uintptr_t kEntryCallSize = 5;
 
 Shadow* const kDead = reinterpret_cast<Shadow*>(1);  // thread past its shadow stack's destructor
@@ -184,18 +184,18 @@ void ResumeAfterCatch(std::uintptr_t catcher_sp, bool rehijack) {
 using hush::functrace::Shadow;
 using hush::functrace::g_settings;
 
-extern "C" [[gnu::visibility("hidden")]] void hush_ftrace_enter(std::uintptr_t body,
-                                                                std::uintptr_t* slot) {
+extern "C" [[gnu::visibility("hidden")]] int hush_ftrace_enter(std::uintptr_t body,
+                                                               std::uintptr_t* slot) {
   using namespace hush::functrace;
   Shadow* s = t_shadow;
   if (s == nullptr || s == kDead) [[unlikely]] {
     s = ShadowSlow();
-    if (s == nullptr) return;
+    if (s == nullptr) return 0;
   }
   const std::uint32_t top = s->top;
   if (top >= g_settings.max_depth.load(std::memory_order_relaxed)) [[unlikely]] {
     if (top >= kCapacity) g_overflow.fetch_add(1, std::memory_order_relaxed);
-    return;  // untraced, and so are the calls it makes (they are deeper still)
+    return 0;  // untraced, and so are the calls it makes (they are deeper still)
   }
   s->top = top + 1;  // reserve first: a signal handler pushes above this frame
   std::atomic_signal_fence(std::memory_order_seq_cst);
@@ -210,8 +210,10 @@ extern "C" [[gnu::visibility("hidden")]] void hush_ftrace_enter(std::uintptr_t b
   } else {
     f.ts = hush::internal::ReadCycleCounter();
   }
-  std::atomic_signal_fence(std::memory_order_seq_cst);  // the frame is whole before it is used
-  *slot = reinterpret_cast<std::uintptr_t>(&hush_ftrace_return);
+  // The frame is whole before it is used: the trampoline's call then writes the thunk's address
+  // into the slot.
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  return 1;
 }
 
 extern "C" [[gnu::visibility("hidden")]] std::uintptr_t hush_ftrace_exit(std::uintptr_t sp) {

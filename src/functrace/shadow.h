@@ -2,9 +2,9 @@
 //
 // The common case of both runs in the trampoline itself (x86_64_trampoline.S, "Fast paths");
 // these handlers are its slow path and do the same with every case covered.
-// Entry (trampoline -> hush_ftrace_enter): push {slot, real return address, site, entry time},
-// replace the return address in the stack slot by the return thunk, emit `func:entry` (unless a
-// minimum duration is set). Exit (return thunk -> hush_ftrace_exit): find the frame whose slot is
+// Entry (trampoline -> hush_ftrace_enter): push {slot, real return address, site, entry time}
+// and emit `func:entry` (unless a minimum duration is set); the trampoline then calls the body
+// from the slot, whose return address becomes the return thunk (x86_64_trampoline.S). Exit (return thunk -> hush_ftrace_exit): find the frame whose slot is
 // just below the stack pointer, emit `func:exit` (or `func:call` when long enough), pop, and
 // return the real address for the thunk to jump to.
 //
@@ -85,9 +85,10 @@ extern "C" {
 // The asm side (patch/arch/x86_64_trampoline.S).
 void hush_ftrace_entry();
 void hush_ftrace_return();
-// Called by the trampoline: `body` is the address after the patched call, `slot` the stack slot
-// holding the traced function's return address.
-void hush_ftrace_enter(std::uintptr_t body, std::uintptr_t* slot);
+// Called by the trampoline: `body` is the address after the patched entry, `slot` the stack slot
+// holding the traced function's return address. 1: a frame was pushed (the trampoline calls
+// the body, so that it returns through the thunk), 0: untraced (it jumps to the body).
+int hush_ftrace_enter(std::uintptr_t body, std::uintptr_t* slot);
 // Called by the return thunk with the stack pointer it was entered with; returns where to go.
 std::uintptr_t hush_ftrace_exit(std::uintptr_t sp);
 }

@@ -33,11 +33,16 @@ void EncodeNop(std::uint8_t* out);
 bool EncodeJump(std::uintptr_t site, std::uintptr_t target, std::uint8_t* out);
 
 // Function entries (src/functrace). EntryKind classifies the SiteSize() bytes at a
-// compiler-emitted patchable entry; EncodeCall writes a call from `site` to `target`
-// (false if out of reach); EncodeEntryNop the one-instruction NOP an entry is restored to.
-enum class EntryKind { kNop, kSplitNop, kCall, kOther };
+// compiler-emitted patchable entry (kPatched: a jump, as this runtime writes). A traced entry
+// jumps (EncodeJump) to a per-function stub, EntryStubSize() bytes, that hands the trampoline
+// the function's body (x86-64: entry + 5) and jumps to it through the pointer at
+// `trampoline_slot` (which must be within reach of the stub): EncodeEntryStub writes it for a
+// stub placed at `stub` (false if out of reach).
+enum class EntryKind { kNop, kSplitNop, kPatched, kOther };
 EntryKind ClassifyEntry(const std::uint8_t* bytes);
-bool EncodeCall(std::uintptr_t site, std::uintptr_t target, std::uint8_t* out);
+std::size_t EntryStubSize();
+bool EncodeEntryStub(std::uintptr_t stub, std::uintptr_t body, std::uintptr_t trampoline_slot,
+                     std::uint8_t* out);
 
 // Stores `n` bytes into code made writable by mprotect, one single-byte store each (byte 0 of a
 // site must change in one store: it is what other CPUs decode first). Plain machine stores that

@@ -13,7 +13,8 @@ const std::uint8_t* TrapOpcode() { return nullptr; }
 void EncodeNop(std::uint8_t*) {}
 bool EncodeJump(std::uintptr_t, std::uintptr_t, std::uint8_t*) { return false; }
 EntryKind ClassifyEntry(const std::uint8_t*) { return EntryKind::kOther; }
-bool EncodeCall(std::uintptr_t, std::uintptr_t, std::uint8_t*) { return false; }
+std::size_t EntryStubSize() { return 0; }
+bool EncodeEntryStub(std::uintptr_t, std::uintptr_t, std::uintptr_t, std::uint8_t*) { return false; }
 void StoreCode(std::uintptr_t, const std::uint8_t*, std::size_t) {}
 bool IsTrapInstruction(const siginfo_t*) { return false; }
 std::uintptr_t TrapAddress(const void*) { return 0; }

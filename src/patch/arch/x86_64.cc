@@ -42,18 +42,36 @@ bool EncodeJump(std::uintptr_t site, std::uintptr_t target, std::uint8_t* out) {
 
 EntryKind ClassifyEntry(const std::uint8_t* bytes) {
   // gcc -fpatchable-function-entry=5: five one-byte NOPs (a thread may sit between them);
-  // clang and gcc -mnop-mcount: one 5-byte NOP (0f 1f 44 00 xx); a call: already patched.
+  // clang and gcc -mnop-mcount: one 5-byte NOP (0f 1f 44 00 xx); a jmp: already patched.
   static constexpr std::uint8_t kSplit[5] = {0x90, 0x90, 0x90, 0x90, 0x90};
   // nopl disp8(%rax,%rax,1) with any displacement (clang writes 0x08 there).
   if (std::memcmp(bytes, kNop5, 4) == 0) return EntryKind::kNop;
   if (std::memcmp(bytes, kSplit, 5) == 0) return EntryKind::kSplitNop;
-  if (bytes[0] == 0xe8) return EntryKind::kCall;
+  if (bytes[0] == kJmpRel32) return EntryKind::kPatched;
   return EntryKind::kOther;
 }
 
-bool EncodeCall(std::uintptr_t site, std::uintptr_t target, std::uint8_t* out) {
-  if (!EncodeJump(site, target, out)) return false;
-  out[0] = 0xe8;  // call rel32: same encoding as jmp rel32 but for the opcode
+// 16 bytes: lea body(%rip), %r11; jmp *trampoline_slot(%rip); int3 x 3. r11 is free at a
+// function entry (a scratch register that carries no argument; PLT stubs clobber it too).
+std::size_t EntryStubSize() { return 16; }
+
+bool EncodeEntryStub(std::uintptr_t stub, std::uintptr_t body, std::uintptr_t trampoline_slot,
+                     std::uint8_t* out) {
+  const auto rel = [](std::uintptr_t target, std::uintptr_t next, std::int32_t* r) {
+    const std::int64_t d = static_cast<std::int64_t>(target - next);
+    if (d < INT32_MIN || d > INT32_MAX) return false;
+    *r = static_cast<std::int32_t>(d);
+    return true;
+  };
+  std::int32_t body_rel, slot_rel;
+  if (!rel(body, stub + 7, &body_rel) || !rel(trampoline_slot, stub + 13, &slot_rel)) return false;
+  static constexpr std::uint8_t kLeaR11[3] = {0x4c, 0x8d, 0x1d};  // lea disp32(%rip), %r11
+  static constexpr std::uint8_t kJmpMem[2] = {0xff, 0x25};        // jmp *disp32(%rip)
+  std::memcpy(out, kLeaR11, 3);
+  std::memcpy(out + 3, &body_rel, 4);
+  std::memcpy(out + 7, kJmpMem, 2);
+  std::memcpy(out + 9, &slot_rel, 4);
+  std::memset(out + 13, 0xcc, 3);
   return true;
 }
 

@@ -1,12 +1,22 @@
 // x86-64 function-tracing trampoline and return thunk (src/functrace/shadow.h).
 //
-// hush_ftrace_entry is reached by the `call` patched over a function's entry NOP (through a
-// per-module stub `jmp *0(%rip)` when the module is more than 2 GiB away, discover.cc):
+// A traced function's entry NOP is patched to `jmp` to its own 16-byte stub (discover.cc, in an
+// arena within 2 GiB of the module), which does `lea entry+5(%rip), %r11` and jumps to
+// hush_ftrace_entry. Nothing is pushed on the way, so on arrival
 //
-//   rsp+0   the patched call's return address: the function body (entry + 5)
-//   rsp+8   the traced function's own return address (its "slot", hijacked below)
+//   rsp+0   the traced function's return address (its "slot"), r11 the body (entry + 5)
 //
-// hush_ftrace_return is where a hijacked function returns to: rsp = slot + 8.
+// and the entry pushes r11 to get the layout both paths below use (body at rsp+0, slot at rsp+8).
+// Once the frame {slot, return address, site, ts} is on the shadow stack, the entry pops the
+// slot (rsp + 8) and `call`s the body: the call's return address, hush_ftrace_return, lands in
+// the very slot the caller's return address occupied, so stack-passed arguments stay in place.
+// The body's `ret` goes where the return-stack buffer predicts (the entry's own call), and the
+// thunk leaves by `push; ret` to the real return address, predicted too: the caller's `call`
+// is the next return-stack entry, since nothing was pushed for the jumps. (The earlier scheme
+// overwrote the slot with the thunk's address, so every traced return mispredicted;
+// bench/functrace/return_scheme.cc measures both.)
+//
+// hush_ftrace_return is where a traced body returns to: rsp = slot + 8.
 //
 // Fast paths, in this file, without calling C++ and without touching a vector register:
 //
@@ -17,9 +27,7 @@
 //   exit    the innermost shadow frame is this return's (same slot); then either func:exit
 //           fits the open packet (as above), or a minimum duration is set and the call was
 //           shorter (dropped: nothing written). One rdtsc. Writes only rax rdx (saved), rcx
-//           rsi rdi r8-r11 (free at a return: not return registers). Leaves by `jmp *` to the
-//           real return address, not `ret`: the return-stack predictor then stays in step for
-//           the caller's own return (a `ret` here would pop the caller's entry).
+//           rsi rdi r8-r11 (free at a return: not return registers).
 //
 // Everything else (first traced call of a thread, full shadow stack, a frame left by longjmp or
 // unwinding, a new packet, an extended header, a nested event, a long call with a minimum
@@ -125,6 +133,8 @@
         .p2align 4
 hush_ftrace_entry:
         .cfi_startproc
+        pushq   %r11                            // the body: the layout of the file comment
+        .cfi_adjust_cfa_offset 8
         subq    $48, %rsp
         .cfi_adjust_cfa_offset 48
         movq    %rax, 0(%rsp)
@@ -163,9 +173,8 @@ hush_ftrace_entry:
         movq    %r8, FR_SITE(%rcx)
         movq    %rax, FR_TS(%rcx)
         movl    $0, FR_RESTORED(%rcx)
-        leaq    hush_ftrace_return(%rip), %rdi
-        movq    %rdi, (%rdx)                    // hijack once the frame is whole
-.Lentry_restore:
+        movl    $1, %r11d                       // traced: call the body
+.Lentry_restore:                                // r11d: 1 traced (frame pushed), 0 not
         movq    0(%rsp), %rax
         movq    8(%rsp), %rcx
         movq    16(%rsp), %rdx
@@ -173,57 +182,30 @@ hush_ftrace_entry:
         movq    32(%rsp), %rdi
         movq    40(%rsp), %r8
         addq    $48, %rsp
-        .cfi_remember_state
         .cfi_adjust_cfa_offset -48
-        ret
-        .cfi_restore_state
-.Lentry_no_event:                               // minimum duration, or func:entry off: ts only
-        READ_TSC
-        jmp     .Lentry_push
-.Lentry_abort:
-        movl    $0, %fs:TW_NESTING(%r11)
-.Lentry_slow:
-        // The C++ handler, with the rest of the argument registers saved below the six saved
-        // above: r9, r10 (static chain), xmm0-7. rsp % 16 == 0 here and at the call.
-        subq    $144, %rsp
-        .cfi_adjust_cfa_offset 144
-        movq    %r9, 0(%rsp)
-        movq    %r10, 8(%rsp)
-        movups  %xmm0, 16(%rsp)
-        movups  %xmm1, 32(%rsp)
-        movups  %xmm2, 48(%rsp)
-        movups  %xmm3, 64(%rsp)
-        movups  %xmm4, 80(%rsp)
-        movups  %xmm5, 96(%rsp)
-        movups  %xmm6, 112(%rsp)
-        movups  %xmm7, 128(%rsp)
-        movq    192(%rsp), %rdi                 // body
-        leaq    200(%rsp), %rsi                 // slot
-        call    hush_ftrace_enter
-        movq    0(%rsp), %r9
-        movq    8(%rsp), %r10
-        movups  16(%rsp), %xmm0
-        movups  32(%rsp), %xmm1
-        movups  48(%rsp), %xmm2
-        movups  64(%rsp), %xmm3
-        movups  80(%rsp), %xmm4
-        movups  96(%rsp), %xmm5
-        movups  112(%rsp), %xmm6
-        movups  128(%rsp), %xmm7
-        addq    $144, %rsp
-        .cfi_adjust_cfa_offset -144
-        jmp     .Lentry_restore
+        testl   %r11d, %r11d
+        popq    %r11                            // the body (flags kept)
+        .cfi_adjust_cfa_offset -8
+        jz      .Lentry_untraced
+        // The caller's return address is in the frame: its slot takes the call's, so the body
+        // sees its stack-passed arguments where they were, and returns where the return-stack
+        // buffer predicts. Nothing is pushed between the entry and here, so the caller's call
+        // stays the next return-stack entry for the thunk's ret.
+        addq    $8, %rsp
+        .cfi_adjust_cfa_offset -8
+        call    *%r11
         .cfi_endproc
         .size   hush_ftrace_entry, .-hush_ftrace_entry
 
+        // Must follow the call above directly: its return address is the thunk, which
+        // RestoreForUnwind / ResumeAfterCatch (shadow.cc) look for in a frame's slot.
         .globl  hush_ftrace_return
         .hidden hush_ftrace_return
         .type   hush_ftrace_return, @function
-        .p2align 4
 hush_ftrace_return:
-        // No CFI: the unwinder never walks through here (interpose.cc restores real return
-        // addresses before any unwinding starts).
-        pushq   %rax                            // rsp = slot + 8 on entry
+        // The body returned here: rsp = slot + 8. No CFI: the unwinder never walks through here
+        // (interpose.cc restores real return addresses before any unwinding starts).
+        pushq   %rax
         pushq   %rdx
         movq    hush_ft_shadow@gottpoff(%rip), %r11
         movq    %fs:(%r11), %rsi
@@ -249,7 +231,8 @@ hush_ftrace_return:
 .Lret_done:
         popq    %rdx
         popq    %rax
-        jmp     *%r9
+        pushq   %r9                             // ret, predicted: the caller's own call is the
+        ret                                     // return-stack entry on top (nothing else pushed)
 .Lret_min:                                      // minimum duration r10: drop a short call here
         READ_TSC
         subq    FR_TS(%r8), %rax
@@ -276,7 +259,58 @@ hush_ftrace_return:
         movq    32(%rsp), %rax
         movq    40(%rsp), %rdx
         addq    $64, %rsp
-        jmp     *%r11
+        pushq   %r11
+        ret
         .size   hush_ftrace_return, .-hush_ftrace_return
+
+        // The entry's cold paths (part of hush_ftrace_entry; separate so that the call above can
+        // end the fast path). CFA as at .Lentry_slow: the body pushed, 48 bytes saved, the slot.
+        .type   hush_ftrace_entry_cold, @function
+hush_ftrace_entry_cold:
+        .cfi_startproc
+        .cfi_def_cfa_offset 64
+.Lentry_no_event:                               // minimum duration, or func:entry off: ts only
+        READ_TSC
+        jmp     .Lentry_push
+.Lentry_abort:
+        movl    $0, %fs:TW_NESTING(%r11)
+.Lentry_slow:
+        // The C++ handler, with the rest of the argument registers saved below the six saved
+        // above: r9, r10 (static chain), xmm0-7. rsp % 16 == 0 here and at the call.
+        subq    $160, %rsp
+        .cfi_adjust_cfa_offset 160
+        movq    %r9, 0(%rsp)
+        movq    %r10, 8(%rsp)
+        movups  %xmm0, 16(%rsp)
+        movups  %xmm1, 32(%rsp)
+        movups  %xmm2, 48(%rsp)
+        movups  %xmm3, 64(%rsp)
+        movups  %xmm4, 80(%rsp)
+        movups  %xmm5, 96(%rsp)
+        movups  %xmm6, 112(%rsp)
+        movups  %xmm7, 128(%rsp)
+        movq    208(%rsp), %rdi                 // body
+        leaq    216(%rsp), %rsi                 // slot
+        call    hush_ftrace_enter               // 1: frame pushed, 0: untraced
+        movl    %eax, %r11d
+        movq    0(%rsp), %r9
+        movq    8(%rsp), %r10
+        movups  16(%rsp), %xmm0
+        movups  32(%rsp), %xmm1
+        movups  48(%rsp), %xmm2
+        movups  64(%rsp), %xmm3
+        movups  80(%rsp), %xmm4
+        movups  96(%rsp), %xmm5
+        movups  112(%rsp), %xmm6
+        movups  128(%rsp), %xmm7
+        addq    $160, %rsp
+        .cfi_adjust_cfa_offset -160
+        jmp     .Lentry_restore
+.Lentry_untraced:                               // rsp = slot, untouched: straight to the body
+        .cfi_def_cfa_offset 8
+        jmp     *%r11
+        .cfi_endproc
+        .size   hush_ftrace_entry_cold, .-hush_ftrace_entry_cold
+
 
         .section .note.GNU-stack, "", @progbits
