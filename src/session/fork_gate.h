@@ -18,6 +18,10 @@
 //     for an idle thread.
 //   - The child handler makes the gate new before any other of the library's child work (it runs
 //     the session's child hook itself, which may start a thread that enters a section at once).
+// Not covered: a library thread's own teardown after its body returned (its runtime frees its
+// thread data then; only at session stop), and allocations of the application's threads,
+// including the library's slow path running on them (attaching a ring): those are the program's
+// own fork hazard under such an allocator, as any allocation of its threads is.
 #ifndef HUSHTRACE_SRC_SESSION_FORK_GATE_H_
 #define HUSHTRACE_SRC_SESSION_FORK_GATE_H_
 
