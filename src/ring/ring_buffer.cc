@@ -167,6 +167,20 @@ std::unique_ptr<Ring> Ring::Create(int ring_dirfd, std::uint32_t index, const Ri
   return std::unique_ptr<Ring>(new Ring(index, config, mapping, size, true));
 }
 
+bool Ring::Prefault() {
+  if (prefault_tried_) return prefaulted_;
+  prefault_tried_ = true;
+  if (!owns_mapping_) return false;
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14; older kernels answer EINVAL
+#endif
+  // The blocks are already allocated (Create's fallocate), so this cannot hit ENOSPC; it only
+  // sets up page-table entries (write faults of a shared mapping: page_mkwrite, no data change)
+  // and never touches the bytes the producer writes meanwhile.
+  prefaulted_ = ::madvise(mapping_, mapping_size_, MADV_POPULATE_WRITE) == 0;
+  return prefaulted_;
+}
+
 std::unique_ptr<Ring> Ring::CreateInMemory(std::uint32_t index, const RingConfig& config) {
   const std::size_t size = kRingHeaderSize + config.subbuf_size * config.subbuf_count;
   void* mapping = ::operator new(size, std::align_val_t{4096});

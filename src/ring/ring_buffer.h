@@ -78,6 +78,12 @@ class Ring {
   // timestamp_begin is the last event of the earlier part, which keeps compact timestamps exact
   // and packets of a stream from overlapping in time.
   WriteResult WriteNew(int fd, bool include_open);
+  // Maps every page of the ring into the process's page tables (once; later calls return at
+  // once), so that the producer never takes a first-touch page fault on it: the consumer pays
+  // them on its own CPU instead. A no-op for in-memory rings and on kernels without
+  // MADV_POPULATE_WRITE (< 5.14), where the producer faults the pages in as before. Returns
+  // whether the pages are now mapped (false for those two cases).
+  bool Prefault();
   // Events lost because writing failed (disk full...), counted by WriteNew.
   std::uint64_t write_lost_events() const {
     return write_lost_events_.load(std::memory_order_relaxed);
@@ -123,6 +129,8 @@ class Ring {
   char last_header_[kPacketHeaderSize] = {};  // the last packet header written to disk
   std::uint64_t last_lost_total_ = 0;         // its events_discarded as written
   bool have_last_header_ = false;
+  bool prefault_tried_ = false;
+  bool prefaulted_ = false;
 };
 
 }  // namespace hush::ring

@@ -90,6 +90,7 @@ class Core {
 
  private:
   void ConsumerLoop();
+  void PrefaultBusyRings();  // consumer thread
   void SignalLoop();
   void StartSched();  // --sched; a refusal is reported once and the rest recorded
   bool WriteMetadata(std::string* error);

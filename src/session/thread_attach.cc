@@ -110,7 +110,11 @@ char* ReserveInRing(Core* core, ring::Ring* r, internal::ThreadWriter& w, std::u
     const ring::RingHeader& h = r->header();
     const std::uint64_t backlog = h.produced.load(std::memory_order_relaxed) -
                                   h.consumed.load(std::memory_order_relaxed);
-    if (backlog * 2 >= r->subbuf_count()) core->WakeConsumer();
+    // Half the ring waits, or its first packet just closed (the consumer then maps the rest of
+    // the ring ahead of this thread: Core::PrefaultBusyRings).
+    if (backlog * 2 >= r->subbuf_count() || h.produced.load(std::memory_order_relaxed) == 1) {
+      core->WakeConsumer();
+    }
     compact = id < kExtendedId;  // the packet begins at ts
     header = compact ? kCompactHeaderSize : 13;
   }
