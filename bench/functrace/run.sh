@@ -27,6 +27,8 @@ calls() { "$@" | sed -n 's/.*calls \([0-9]*\) .*/\1/p'; }
 
 {
 echo "# bench/functrace/run.sh $build $n   ($(date -u '+%Y-%m-%d %H:%M UTC'), load $(cut -d' ' -f1 /proc/loadavg))"
+# The figures depend on the host CPU (rdtsc alone differs by microarchitecture): say which.
+echo "# cpu: $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1), family $(sed -n 's/^cpu family[^:]*: //p' /proc/cpuinfo | head -1) model $(sed -n 's/^model[^:]*: \([0-9]*\)$/\1/p' /proc/cpuinfo | head -1), $(nproc) CPUs"
 ncalls=$(calls "$build/bench/ftbench_plain" "$n")
 echo "calls per run: $ncalls"
 reps=${FTBENCH_REPS:-$reps}
@@ -142,6 +144,12 @@ echo "traced_uftrace $(median < "$tmp/uft")"
 echo "traced_hushtrace_flight4M $(median < "$tmp/hushfl")"
 echo "traced_hushtrace_min1us $(median < "$tmp/hushmin")"
 echo "traced_uftrace_t1us $(median < "$tmp/uftmin")"
+# What tracing adds to a call: traced minus the untraced run of the same binary (nop5).
+un=$(median < "$tmp/t.nop5")
+for x in hush:hushtrace hushfl:hushtrace_flight4M hushmin:hushtrace_min1us uft:uftrace uftmin:uftrace_t1us; do
+  m=$(median < "$tmp/${x%%:*}")
+  [ -n "$m" ] && echo "added_${x#*:} $(echo "$m $un" | awk '{printf "%.3f", $1 - $2}')"
+done
 if [ -n "${FTBENCH_BASELINE_LIB:-}" ]; then
   echo "traced_baseline $(median < "$tmp/base")"
   echo "traced_baseline_flight4M $(median < "$tmp/basefl")"

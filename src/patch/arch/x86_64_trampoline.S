@@ -22,8 +22,8 @@
 //
 //   entry   shadow stack not full (and below --depth); no minimum duration: func:entry fits the
 //           writer's open packet as a compact event (nesting 0, id < 255, room for 12 bytes,
-//           timestamp gap < 2^24 cycles). One rdtsc. Saves rax rcx rdx rsi rdi, the only
-//           registers it writes besides r11 (scratch at a call boundary).
+//           timestamp gap < 2^24 cycles). One rdtsc. Saves rax rcx rdx, the only registers
+//           it writes besides r11 (scratch at a call boundary).
 //   exit    the innermost shadow frame is this return's (same slot); then either func:exit
 //           fits the open packet (as above), or a minimum duration is set and the call was
 //           shorter (dropped: nothing written). One rdtsc. Writes only rax rdx (saved), rcx
@@ -77,10 +77,10 @@
 .endm
 
 // Opens a compact event on this thread's writer (r11 = its TLS offset afterwards): \id32 = the
-// id from the state word at *\state, nesting 0 -> 1, rax = ts (read inside the guard), \pos =
-// where the event goes, rdx = its end. Jumps to \off (event disabled: nothing to write), \slow
-// (nesting not raised) or \abort (nesting is 1).
-.macro OPEN_EVENT state, id, id32, pos, off, slow, abort
+// id from the state word at *\state, nesting 0 -> 1, rax = ts (read inside the guard), rdx =
+// the event's end (its start is rdx - EVENT_SIZE), the header written. \id8: \id32's low byte. Jumps to \off (event disabled: nothing to
+// write), \slow (nesting not raised) or \abort (nesting is 1).
+.macro OPEN_EVENT state, id, id32, id8, off, slow, abort
         movq    \state(%rip), \id
         movl    (\id), \id32                    // state: 0 off, else id + 1 (relaxed, as emit.h)
         subl    $1, \id32
@@ -96,32 +96,31 @@
         subq    %fs:TW_LAST_TS(%r11), %rdx
         cmpq    $0xffffff, %rdx
         ja      \abort
-        movq    %fs:TW_POS(%r11), \pos
-        leaq    EVENT_SIZE(\pos), %rdx
+        movq    %fs:TW_POS(%r11), %rdx
+        addq    $EVENT_SIZE, %rdx
         cmpq    %fs:TW_END(%r11), %rdx          // end is nullptr when the slow path must run
         ja      \abort
+        // The compact header, (ts << 8 | id) little-endian: the id byte, then the low 24 bits of
+        // ts (the 4-byte store's last byte is overwritten by the address the caller stores next).
+        movb    \id8, -EVENT_SIZE(%rdx)
+        movl    %eax, -EVENT_SIZE+1(%rdx)
 .endm
 
-// Writes {header, \addr} at \pos, commits it and lowers nesting (state of OPEN_EVENT).
-// \t (\t32) and \c are scratch; \c may be \pos.
-.macro COMMIT_EVENT pos, id32, addr, t, t32, c
-        movl    %eax, \t32
-        shll    $8, \t32                        // header: ts low 24 bits << 8 | id
-        orl     \id32, \t32
-        movl    \t32, (\pos)
-        movq    \addr, 4(\pos)
+// Commits the event of OPEN_EVENT (its address already stored) and lowers nesting: the stores
+// of thread_writer.h's CommitEvent, in its order. \t (\t32) is scratch.
+.macro COMMIT_EVENT t, t32
         movq    %rdx, %fs:TW_POS(%r11)
         movq    %rax, %fs:TW_LAST_TS(%r11)
+        subq    %fs:TW_COMMIT_BASE(%r11), %rdx
         movl    %fs:TW_PACKET_EVENTS(%r11), \t32
         addl    $1, \t32
         movl    \t32, %fs:TW_PACKET_EVENTS(%r11)
-        movq    %fs:TW_COMMIT(%r11), \c
-        movq    %rax, CW_TIMESTAMP(\c)
-        subq    %fs:TW_COMMIT_BASE(%r11), %rdx
         shlq    $32, \t
         orq     \t, %rdx
+        movq    %fs:TW_COMMIT(%r11), \t
+        movq    %rax, CW_TIMESTAMP(\t)
         // Publish (release: x86 keeps stores in order); pairs with Ring::WriteNew's acquire.
-        movq    %rdx, CW_OFFSET(\c)
+        movq    %rdx, CW_OFFSET(\t)
         movl    $0, %fs:TW_NESTING(%r11)
 .endm
 
@@ -135,58 +134,52 @@ hush_ftrace_entry:
         .cfi_startproc
         pushq   %r11                            // the body: the layout of the file comment
         .cfi_adjust_cfa_offset 8
-        subq    $48, %rsp
-        .cfi_adjust_cfa_offset 48
+        subq    $24, %rsp
+        .cfi_adjust_cfa_offset 24
         movq    %rax, 0(%rsp)
         movq    %rcx, 8(%rsp)
         movq    %rdx, 16(%rsp)
-        movq    %rsi, 24(%rsp)
-        movq    %rdi, 32(%rsp)
-        movq    %r8, 40(%rsp)
-        // 48(%rsp): body, 56(%rsp): slot
-        movq    hush_ft_shadow@gottpoff(%rip), %r11
-        movq    %fs:(%r11), %rsi                // Shadow*: nullptr, 1 (thread exited) or live
-        cmpq    $1, %rsi
+        // 24(%rsp): body, 32(%rsp): slot
+        movq    hush_ft_shadow@gottpoff(%rip), %rcx
+        movq    %fs:(%rcx), %rcx                // Shadow*: nullptr, 1 (thread exited) or live
+        cmpq    $1, %rcx
         jbe     .Lentry_slow
-        movl    SH_TOP(%rsi), %ecx
-        cmpl    hush_ft_settings+ST_MAX_DEPTH(%rip), %ecx
+        movl    SH_TOP(%rcx), %eax
+        cmpl    hush_ft_settings+ST_MAX_DEPTH(%rip), %eax
         jae     .Lentry_slow                    // --depth reached or stack full: C++ counts it
-        movq    48(%rsp), %r8
-        subq    $5, %r8                         // r8 = the patched entry
         cmpq    $0, hush_ft_settings+ST_MIN_TICKS(%rip)
         jne     .Lentry_no_event
         // func:entry {addr}: TryReserveFast + CommitEvent of thread_writer.h.
-        OPEN_EVENT hush_ft_entry_state, %rdi, %edi, %rcx, .Lentry_no_event, .Lentry_slow, .Lentry_abort
-        COMMIT_EVENT %rcx, %edi, %r8, %rsi, %esi, %rcx
-        movq    hush_ft_shadow@gottpoff(%rip), %r11
-        movq    %fs:(%r11), %rsi
-.Lentry_push:                                   // rax = ts, rsi = Shadow*, r8 = entry
-        movl    SH_TOP(%rsi), %ecx              // re-read: a signal handler restores it
-        leal    1(%rcx), %edx
-        movl    %edx, SH_TOP(%rsi)              // reserve first: a handler pushes above it
-        leaq    (%rcx,%rcx,4), %rcx
-        leaq    SH_FRAMES(%rsi,%rcx,8), %rcx    // frames[top], 40 bytes each
-        leaq    56(%rsp), %rdx                  // the slot
-        movq    %rdx, FR_SLOT(%rcx)
-        movq    (%rdx), %rdi
-        movq    %rdi, FR_RET(%rcx)
-        movq    %r8, FR_SITE(%rcx)
+        OPEN_EVENT hush_ft_entry_state, %rcx, %ecx, %cl, .Lentry_no_event, .Lentry_slow, .Lentry_abort
+        movq    24(%rsp), %rcx
+        subq    $5, %rcx                        // the patched entry
+        movq    %rcx, -8(%rdx)
+        COMMIT_EVENT %rcx, %ecx
+.Lentry_push:                                   // rax = ts
+        movq    hush_ft_shadow@gottpoff(%rip), %rcx
+        movq    %fs:(%rcx), %rcx
+        movl    SH_TOP(%rcx), %edx              // re-read: a signal handler restores it
+        addl    $1, %edx
+        movl    %edx, SH_TOP(%rcx)              // reserve first: a handler pushes above it
+        leaq    (%rdx,%rdx,4), %rdx
+        leaq    SH_FRAMES-40(%rcx,%rdx,8), %rcx // frames[top], 40 bytes each
         movq    %rax, FR_TS(%rcx)
+        leaq    32(%rsp), %rdx                  // the slot
+        movq    %rdx, FR_SLOT(%rcx)
+        movq    (%rdx), %rdx
+        movq    %rdx, FR_RET(%rcx)
+        movq    24(%rsp), %rdx
+        subq    $5, %rdx
+        movq    %rdx, FR_SITE(%rcx)
         movl    $0, FR_RESTORED(%rcx)
-        movl    $1, %r11d                       // traced: call the body
-.Lentry_restore:                                // r11d: 1 traced (frame pushed), 0 not
         movq    0(%rsp), %rax
         movq    8(%rsp), %rcx
         movq    16(%rsp), %rdx
-        movq    24(%rsp), %rsi
-        movq    32(%rsp), %rdi
-        movq    40(%rsp), %r8
-        addq    $48, %rsp
-        .cfi_adjust_cfa_offset -48
-        testl   %r11d, %r11d
-        popq    %r11                            // the body (flags kept)
+        addq    $24, %rsp
+        .cfi_adjust_cfa_offset -24
+.Lentry_call:                                   // rsp+0: the body, rsp+8: the slot
+        popq    %r11
         .cfi_adjust_cfa_offset -8
-        jz      .Lentry_untraced
         // The caller's return address is in the frame: its slot takes the call's, so the body
         // sees its stack-passed arguments where they were, and returns where the return-stack
         // buffer predicts. Nothing is pushed between the entry and here, so the caller's call
@@ -224,10 +217,11 @@ hush_ftrace_return:
         testq   %r10, %r10
         jnz     .Lret_min
         // func:exit {addr}, as in the entry.
-        OPEN_EVENT hush_ft_exit_state, %rdi, %edi, %r10, .Lret_drop, .Lret_slow, .Lret_abort
+        OPEN_EVENT hush_ft_exit_state, %rdi, %edi, %dil, .Lret_drop, .Lret_slow, .Lret_abort
         movq    FR_SITE(%r8), %r8
+        movq    %r8, -8(%rdx)
         movl    %ecx, SH_TOP(%rsi)              // pop, after the frame was read
-        COMMIT_EVENT %r10, %edi, %r8, %rcx, %ecx, %rsi
+        COMMIT_EVENT %rcx, %ecx
 .Lret_done:
         popq    %rdx
         popq    %rax
@@ -264,50 +258,61 @@ hush_ftrace_return:
         .size   hush_ftrace_return, .-hush_ftrace_return
 
         // The entry's cold paths (part of hush_ftrace_entry; separate so that the call above can
-        // end the fast path). CFA as at .Lentry_slow: the body pushed, 48 bytes saved, the slot.
+        // end the fast path). CFA as at .Lentry_slow: the body pushed, 24 bytes saved, the slot.
         .type   hush_ftrace_entry_cold, @function
 hush_ftrace_entry_cold:
         .cfi_startproc
-        .cfi_def_cfa_offset 64
+        .cfi_def_cfa_offset 40
 .Lentry_no_event:                               // minimum duration, or func:entry off: ts only
         READ_TSC
         jmp     .Lentry_push
 .Lentry_abort:
         movl    $0, %fs:TW_NESTING(%r11)
 .Lentry_slow:
-        // The C++ handler, with the rest of the argument registers saved below the six saved
-        // above: r9, r10 (static chain), xmm0-7. rsp % 16 == 0 here and at the call.
-        subq    $160, %rsp
-        .cfi_adjust_cfa_offset 160
-        movq    %r9, 0(%rsp)
-        movq    %r10, 8(%rsp)
-        movups  %xmm0, 16(%rsp)
-        movups  %xmm1, 32(%rsp)
-        movups  %xmm2, 48(%rsp)
-        movups  %xmm3, 64(%rsp)
-        movups  %xmm4, 80(%rsp)
-        movups  %xmm5, 96(%rsp)
-        movups  %xmm6, 112(%rsp)
-        movups  %xmm7, 128(%rsp)
+        // The C++ handler, with every other register that may carry an argument saved below the
+        // three saved above: rsi rdi r8 r9, r10 (static chain), xmm0-7. rsp % 16 == 8 here (the
+        // body and three registers pushed), 0 at the call: 8 bytes of padding.
+        subq    $184, %rsp
+        .cfi_adjust_cfa_offset 184
+        movq    %rsi, 0(%rsp)
+        movq    %rdi, 8(%rsp)
+        movq    %r8, 16(%rsp)
+        movq    %r9, 24(%rsp)
+        movq    %r10, 32(%rsp)
+        movups  %xmm0, 40(%rsp)
+        movups  %xmm1, 56(%rsp)
+        movups  %xmm2, 72(%rsp)
+        movups  %xmm3, 88(%rsp)
+        movups  %xmm4, 104(%rsp)
+        movups  %xmm5, 120(%rsp)
+        movups  %xmm6, 136(%rsp)
+        movups  %xmm7, 152(%rsp)
         movq    208(%rsp), %rdi                 // body
         leaq    216(%rsp), %rsi                 // slot
         call    hush_ftrace_enter               // 1: frame pushed, 0: untraced
         movl    %eax, %r11d
-        movq    0(%rsp), %r9
-        movq    8(%rsp), %r10
-        movups  16(%rsp), %xmm0
-        movups  32(%rsp), %xmm1
-        movups  48(%rsp), %xmm2
-        movups  64(%rsp), %xmm3
-        movups  80(%rsp), %xmm4
-        movups  96(%rsp), %xmm5
-        movups  112(%rsp), %xmm6
-        movups  128(%rsp), %xmm7
-        addq    $160, %rsp
-        .cfi_adjust_cfa_offset -160
-        jmp     .Lentry_restore
-.Lentry_untraced:                               // rsp = slot, untouched: straight to the body
-        .cfi_def_cfa_offset 8
+        movq    0(%rsp), %rsi
+        movq    8(%rsp), %rdi
+        movq    16(%rsp), %r8
+        movq    24(%rsp), %r9
+        movq    32(%rsp), %r10
+        movups  40(%rsp), %xmm0
+        movups  56(%rsp), %xmm1
+        movups  72(%rsp), %xmm2
+        movups  88(%rsp), %xmm3
+        movups  104(%rsp), %xmm4
+        movups  120(%rsp), %xmm5
+        movups  136(%rsp), %xmm6
+        movups  152(%rsp), %xmm7
+        movq    184(%rsp), %rax
+        movq    192(%rsp), %rcx
+        movq    200(%rsp), %rdx
+        addq    $208, %rsp
+        .cfi_adjust_cfa_offset -208
+        testl   %r11d, %r11d
+        jnz     .Lentry_call                    // traced: call the body from the slot
+        popq    %r11                            // untraced: rsp = slot, untouched: to the body
+        .cfi_adjust_cfa_offset -8
         jmp     *%r11
         .cfi_endproc
         .size   hush_ftrace_entry_cold, .-hush_ftrace_entry_cold
