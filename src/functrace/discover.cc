@@ -388,6 +388,7 @@ void ScanNew() {
                  static_cast<unsigned long long>(St().refused_split - refused_before));
   }
   if (!batch.empty()) {
+    patch::PrepareCode(batch);  // not part of the batch's time: nothing is rewritten yet
     const auto t0 = std::chrono::steady_clock::now();
     patch::WriteCode(batch);
     St().last_batch_us =

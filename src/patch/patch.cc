@@ -354,6 +354,34 @@ bool WriteCode(std::span<const CodeSite> sites) {
   return RunBatch(work);
 }
 
+void PrepareCode(std::span<const CodeSite> sites) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (sites.empty() || arch::Unsupported() != nullptr) return;
+  const std::uintptr_t page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const std::size_t size = arch::SiteSize();
+  std::vector<std::pair<std::uintptr_t, std::uintptr_t>> runs;  // [start, end), merged
+  for (const CodeSite& site : sites) {  // discovery order: address order within a module
+    const std::uintptr_t first = site.addr & ~(page - 1);
+    const std::uintptr_t end = ((site.addr + size - 1) & ~(page - 1)) + page;
+    if (!runs.empty() && first >= runs.back().first && first <= runs.back().second) {
+      runs.back().second = std::max(runs.back().second, end);
+    } else {
+      runs.emplace_back(first, end);
+    }
+  }
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14; older kernels answer EINVAL (the batch faults)
+#endif
+  for (const auto& [start, end] : runs) {
+    void* p = reinterpret_cast<void*>(start);
+    // RWX, as during a batch (other threads keep executing these pages); the write faults the
+    // kernel simulates copy each page with its contents unchanged. Back to RX right after.
+    if (::mprotect(p, end - start, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) continue;
+    ::madvise(p, end - start, MADV_POPULATE_WRITE);
+    ::mprotect(p, end - start, PROT_READ | PROT_EXEC);
+  }
+}
+
 bool WriteCodeInChild(std::span<const CodeSite> sites) {
   if (!g_mu.try_lock()) return false;
   bool ok = true;

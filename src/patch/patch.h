@@ -55,6 +55,11 @@ struct CodeSite {
 bool WriteCode(std::span<const CodeSite> sites);
 // The same in a fork child; false without doing anything if the patch mutex is held.
 bool WriteCodeInChild(std::span<const CodeSite> sites);
+// Gives the text pages of `sites` their private copies now (copy-on-write of the mapped file),
+// which the first write of a batch would otherwise take, page by page, while other threads run
+// into its traps: on 10,000 entries, ~0.5 ms of a first batch (docs/benchmarks.md). Best effort
+// (needs MADV_POPULATE_WRITE, Linux 5.14; the pages are RX again on return).
+void PrepareCode(std::span<const CodeSite> sites);
 
 // Does the once-per-process set-up of the first batch now (the membarrier SYNC_CORE registration,
 // which waits for an RCU grace period in the kernel: ~15 ms on a loaded 2-vCPU VM), so that a

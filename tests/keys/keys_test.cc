@@ -26,6 +26,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <set>
 #include <string>
@@ -204,7 +205,70 @@ class Workers {
 // The table and the bytes at the sites
 // ---------------------------------------------------------------------------------------------
 
-// First in the file: runs before this process has patched anything.
+// A page-aligned function of its own page (the page after it holds nothing else of interest).
+extern "C" [[gnu::noinline, gnu::aligned(4096)]] int HushPrepareProbe(int x) { return x * 7 + 3; }
+
+// Page-map entry of the page holding `addr` (/proc/self/pagemap: bit 63 present, bit 61 a file
+// or shared page, i.e. not a private copy).
+std::uint64_t PageMapEntry(const void* addr) {
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const int fd = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  std::uint64_t entry = 0;
+  if (fd >= 0) {
+    const auto index = reinterpret_cast<std::uintptr_t>(addr) / page;
+    if (::pread(fd, &entry, sizeof entry, static_cast<off_t>(index * sizeof entry)) != 8) entry = 0;
+    ::close(fd);
+  }
+  return entry;
+}
+
+// The permissions of the /proc/self/maps line holding `addr` ("" if none).
+std::string MappingPerms(const void* addr) {
+  const auto a = reinterpret_cast<std::uintptr_t>(addr);
+  const std::string maps = hushtest::ReadFile("/proc/self/maps");
+  std::size_t at = 0;
+  while (at < maps.size()) {
+    const std::size_t eol = std::min(maps.find('\n', at), maps.size());
+    const std::string line = maps.substr(at, eol - at);
+    at = eol + 1;
+    unsigned long lo = 0, hi = 0;
+    char perms[5] = {};
+    if (std::sscanf(line.c_str(), "%lx-%lx %4s", &lo, &hi, perms) == 3 && a >= lo && a < hi) {
+      return perms;
+    }
+  }
+  return "";
+}
+
+// Before anything in this process is patched: PrepareCode turns the text page of a site into a
+// private copy (what the first write of a batch would do) with the same bytes, and leaves it RX.
+TEST(KeysPrepare, PrepareCodeCopiesTheTextPageUnchangedAndLeavesItReadExecute) {
+  auto* fn = reinterpret_cast<const std::uint8_t*>(&HushPrepareProbe);
+  ASSERT_EQ(HushPrepareProbe(5), 38);  // maps the page
+  const std::uint64_t before = PageMapEntry(fn);
+  ASSERT_NE(before >> 63, 0u) << "page not present";
+  ASSERT_NE((before >> 61) & 1, 0u) << "the probe's page is already a private copy";
+  const std::vector<std::uint8_t> bytes(fn, fn + 64);
+  hush::patch::CodeSite site;
+  site.addr = reinterpret_cast<std::uintptr_t>(fn);
+  site.resume = site.addr + 5;
+  hush::patch::PrepareCode({&site, 1});
+  // Whether this kernel has MADV_POPULATE_WRITE (5.14), asked on a page of our own.
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  void* probe = ::mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(probe, MAP_FAILED);
+  const bool supported = ::madvise(probe, page, 23 /* MADV_POPULATE_WRITE */) == 0;
+  ::munmap(probe, page);
+  if (!supported) GTEST_SKIP() << "MADV_POPULATE_WRITE unsupported (kernel < 5.14)";
+  const std::uint64_t after = PageMapEntry(fn);
+  EXPECT_EQ((after >> 61) & 1, 0u) << "still the file's page, not a private copy";
+  EXPECT_NE(after >> 63, 0u);
+  EXPECT_EQ(std::vector<std::uint8_t>(fn, fn + 64), bytes);
+  EXPECT_EQ(MappingPerms(fn).substr(0, 3), "r-x");
+  EXPECT_EQ(HushPrepareProbe(6), 45);
+}
+
+// Runs before this process has patched anything (the first tests of the file).
 TEST(KeysSites, AreNopsBeforeAnySession) {
   if (!kStaticKeys) {
     EXPECT_TRUE(OwnSites().empty()) << "load-and-branch sites have no hush_jump entries";
