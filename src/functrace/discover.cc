@@ -19,6 +19,7 @@
 #include <elf.h>
 #include <link.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -68,10 +69,27 @@ struct State {
   std::unordered_map<std::uintptr_t, std::uintptr_t> stub_of;  // entry -> its stub
   std::uint64_t entries = 0, refused_split = 0, converted_split = 0;
   double last_batch_us = 0;
+  bool last_batch_preempted = false;
 };
 State& St() {
   static State* const state = new State();
   return *state;
+}
+
+long InvoluntarySwitches() {
+  rusage ru{};
+  ::getrusage(RUSAGE_THREAD, &ru);
+  return ru.ru_nivcsw;
+}
+
+// One batch, timed (Stats::last_batch_us, last_batch_preempted).
+void TimedWriteCode(std::span<const patch::CodeSite> batch) {
+  const long switches = InvoluntarySwitches();
+  const auto t0 = std::chrono::steady_clock::now();
+  patch::WriteCode(batch);
+  St().last_batch_us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  St().last_batch_preempted = InvoluntarySwitches() != switches;
 }
 
 std::string BuildIdOf(const dl_phdr_info* info) {
@@ -389,10 +407,7 @@ void ScanNew() {
   }
   if (!batch.empty()) {
     patch::PrepareCode(batch);  // not part of the batch's time: nothing is rewritten yet
-    const auto t0 = std::chrono::steady_clock::now();
-    patch::WriteCode(batch);
-    St().last_batch_us =
-        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    TimedWriteCode(batch);
     St().patched.insert(St().patched.end(), batch.begin(), batch.end());
   }
   for (std::size_t i : new_modules) {
@@ -471,10 +486,7 @@ void Stop() {
     patch::arch::EncodeNop(nop.bytes);
     batch.push_back(nop);
   }
-  const auto t0 = std::chrono::steady_clock::now();
-  patch::WriteCode(batch);
-  St().last_batch_us =
-      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  TimedWriteCode(batch);
   St().patched.clear();
   if (std::uint64_t n = g_overflow.load(std::memory_order_relaxed)) {
     std::fprintf(stderr,
@@ -494,6 +506,7 @@ Stats GetStats() {
   s.overflow = g_overflow.load(std::memory_order_relaxed);
   s.unmatched_returns = g_unmatched.load(std::memory_order_relaxed);
   s.last_batch_us = St().last_batch_us;
+  s.last_batch_preempted = St().last_batch_preempted;
   return s;
 }
 

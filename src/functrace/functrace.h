@@ -52,6 +52,9 @@ struct Stats {
   std::uint64_t overflow = 0;         // calls untraced because the shadow stack was full
   std::uint64_t unmatched_returns = 0;  // returns whose frame was dropped (longjmp, unwinding)
   double last_batch_us = 0;           // wall time of the last patch batch (Start, Rescan or Stop)
+  // The patching thread lost its CPU involuntarily during that batch (RUSAGE_THREAD ru_nivcsw):
+  // its wall time then includes another thread's time slice.
+  bool last_batch_preempted = false;
 };
 Stats GetStats();
 

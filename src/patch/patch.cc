@@ -380,6 +380,16 @@ void PrepareCode(std::span<const CodeSite> sites) {
     ::madvise(p, end - start, MADV_POPULATE_WRITE);
     ::mprotect(p, end - start, PROT_READ | PROT_EXEC);
   }
+  // The batch's lists, grown and touched now: their first-touch page faults (10,000 sites:
+  // ~0.5 MiB, ~0.3 ms) would otherwise be part of the batch.
+  Scratch& scratch = GetScratch();
+  const auto presize = [n = sites.size()](auto& v) {
+    if (v.size() < n) v.resize(n);
+    v.clear();  // the capacity and its touched pages stay
+  };
+  presize(scratch.work);
+  presize(scratch.addrs);
+  presize(scratch.resume);
 }
 
 bool WriteCodeInChild(std::span<const CodeSite> sites) {

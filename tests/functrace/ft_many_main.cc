@@ -5,7 +5,8 @@
 //   patch N    N rounds of patching all 10,000 entries in one batch and back while two threads
 //              call them; prints "patch_us <median> <max> unpatch_us <median> <max> start_us
 //              <median>" (batches only; start_us: all of Start(), ELF reading included), then
-//              "patch_us_all" and every batch's time, in order
+//              "patch_us_all" and every batch's time, in order, '*' where the patching thread
+//              was preempted during the batch (Stats::last_batch_preempted)
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -65,6 +66,7 @@ int main(int argc, char** argv) {
   hush::functrace::Options o;
   o.globs = {"ft_many_*"};
   std::vector<double> us, unpatch_us, start_us;
+  std::vector<bool> preempted;  // the patching thread lost its CPU during the batch
   std::string error;
   for (int r = 0; r < rounds; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -81,6 +83,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     us.push_back(s.last_batch_us);
+    preempted.push_back(s.last_batch_preempted);
     hush::functrace::Stop();
     unpatch_us.push_back(hush::functrace::GetStats().last_batch_us);
   }
@@ -94,8 +97,22 @@ int main(int argc, char** argv) {
   // Every batch, in order: the first one also takes the copy-on-write faults of the text pages it
   // writes; an outlier of a few ms later is the patching thread losing its CPU to a caller
   // (three runnable threads on two CPUs).
+  // A batch during which the thread was preempted is marked '*'.
   std::printf("patch_us_all");
-  for (double v : in_order) std::printf(" %.0f", v);
+  for (std::size_t i = 0; i < in_order.size(); ++i) {
+    std::printf(" %.0f%s", in_order[i], preempted[i] ? "*" : "");
+  }
   std::printf("\n");
+  double max_kept = 0;
+  std::size_t npreempted = 0;
+  for (std::size_t i = 0; i < in_order.size(); ++i) {
+    if (preempted[i]) {
+      ++npreempted;
+    } else {
+      max_kept = std::max(max_kept, in_order[i]);
+    }
+  }
+  std::printf("patch_us_max_unpreempted %.1f preempted %zu of %zu\n", max_kept, npreempted,
+              in_order.size());
   return bad.load() == 0 ? 0 : 3;
 }
