@@ -423,6 +423,22 @@ TEST_F(CliRecord, FlightMode) {
   EXPECT_TRUE(Contains(text, "clilib:work:")) << text;
 }
 
+// Discards are said when the program ends, with the buffer size to raise; nothing is said
+// when nothing was lost.
+TEST_F(CliRecord, SaysHowManyEventsAFullRingDiscarded) {
+  const std::string trace = dir_ + "/trace";
+  // A 16 KiB ring holds ~3,000 ticks; a million in a tight loop outrun any consumer.
+  const RunResult r =
+      Record({"--buffer-size", "16k", "-o", trace, "--", CLI_TP_PIE, "burst", "1000000"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(Contains(r.err, "events were discarded")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "--buffer-size (now 16k per thread)")) << r.err;
+  const std::string quiet = dir_ + "/quiet";
+  const RunResult q = Record({"-o", quiet, "--", CLI_TP_PIE, "exit", "0"});
+  EXPECT_EQ(q.status, 0) << q.err;
+  EXPECT_FALSE(Contains(q.err, "discarded")) << q.err;
+}
+
 TEST_F(CliRecord, KilledBySignal) {
   const std::string trace = dir_ + "/trace";
   const RunResult r = Record({"-o", trace, CLI_TP_PIE, "kill"});

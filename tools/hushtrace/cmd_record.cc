@@ -8,17 +8,20 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "commands.h"
 #include "filter/filter.h"
+#include "hushtrace/reader.h"
 #include "record_functions.h"
 
 namespace hush::cli {
@@ -423,6 +426,26 @@ bool SetFunctionEnvironment(const Options& o, const char* program) {
   return ok;
 }
 
+// Events a full ring discarded (stream mode), said at once rather than only by `report`: the
+// usual cause is a ring too small for the thread's rate (whole-program function tracing of
+// call-heavy code writes tens of millions of events per second) or the consumer thread kept off
+// a CPU for a few ms. Packet headers only (Trace::Open reads no event). Flight mode's
+// overwrites are the point of that mode and are not reported here.
+void ReportDiscards(const std::string& dir, const std::string& buffer_size) {
+  std::string error;
+  const std::unique_ptr<reader::Trace> trace = reader::Trace::Open(dir, &error);
+  if (!trace) return;  // `report` explains what is wrong with it
+  std::uint64_t discarded = 0;
+  for (const reader::StreamInfo& s : trace->streams()) discarded += s.DiscardedOnly();
+  if (discarded == 0) return;
+  std::fprintf(stderr,
+               "hushtrace: %llu events were discarded (a thread's ring was full, or an event "
+               "was nested in a signal handler's or larger than a sub-buffer); a larger "
+               "--buffer-size (now %s per thread) keeps those of a full ring ('hushtrace report "
+               "%s' shows where)\n",
+               static_cast<unsigned long long>(discarded), buffer_size.c_str(), dir.c_str());
+}
+
 }  // namespace
 
 int RunRecord(int argc, char** argv) {
@@ -567,6 +590,7 @@ int RunRecord(int argc, char** argv) {
 
   if (Exists(abs_dir + "/metadata")) {
     std::fprintf(stderr, "hushtrace: trace written to %s\n", dir.c_str());
+    ReportDiscards(abs_dir, opts.buffer_size);
     if (WIFSIGNALED(wstatus)) {
       std::fprintf(
           stderr, "hushtrace: the trace may be incomplete: %s could not write the events it held\n",
