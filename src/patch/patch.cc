@@ -149,22 +149,31 @@ struct PageRun {
   bool writable;
 };
 
-// Step 1: makes the pages of `work` writable, picks each site's write method and lists the sites
-// that will be written (`addrs`, `resume`: for the SIGTRAP handler), in one pass.
-std::vector<PageRun> PrepareText(std::vector<Work>& work, std::size_t size, Reasons* why,
-                                 std::vector<std::uintptr_t>& addrs,
-                                 std::vector<trap::Resume>& resume) {
+// The pages holding `size` bytes at each site's `addr`, as runs of consecutive pages. Sites in
+// address order (a batch's work list) give sorted, merged runs; sites sorted only piecewise (one
+// module after another) may give a run more than once, which costs its callers nothing.
+template <typename Sites>
+std::vector<PageRun> PageRunsOf(const Sites& sites, std::size_t size) {
   const std::uintptr_t page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
   std::vector<PageRun> runs;
-  for (const Work& w : work) {  // sorted by address: runs come out sorted and merged
-    const std::uintptr_t first = w.addr & ~(page - 1);
-    const std::uintptr_t end = ((w.addr + size - 1) & ~(page - 1)) + page;
-    if (!runs.empty() && first <= runs.back().end) {
+  for (const auto& site : sites) {
+    const std::uintptr_t first = site.addr & ~(page - 1);
+    const std::uintptr_t end = ((site.addr + size - 1) & ~(page - 1)) + page;
+    if (!runs.empty() && first >= runs.back().start && first <= runs.back().end) {
       runs.back().end = std::max(runs.back().end, end);
     } else {
       runs.push_back({first, end, false});
     }
   }
+  return runs;
+}
+
+// Step 1: makes the pages of `work` writable, picks each site's write method and lists the sites
+// that will be written (`addrs`, `resume`: for the SIGTRAP handler), in one pass.
+std::vector<PageRun> PrepareText(std::vector<Work>& work, std::size_t size, Reasons* why,
+                                 std::vector<std::uintptr_t>& addrs,
+                                 std::vector<trap::Resume>& resume) {
+  std::vector<PageRun> runs = PageRunsOf(work, size);  // work is sorted: runs are sorted too
   bool any_refused = false;
   for (PageRun& r : runs) {
     // RWX, not RW: other threads keep executing these pages during the batch.
@@ -357,28 +366,17 @@ bool WriteCode(std::span<const CodeSite> sites) {
 void PrepareCode(std::span<const CodeSite> sites) {
   std::lock_guard<std::mutex> lock(g_mu);
   if (sites.empty() || arch::Unsupported() != nullptr) return;
-  const std::uintptr_t page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const std::size_t size = arch::SiteSize();
-  std::vector<std::pair<std::uintptr_t, std::uintptr_t>> runs;  // [start, end), merged
-  for (const CodeSite& site : sites) {  // discovery order: address order within a module
-    const std::uintptr_t first = site.addr & ~(page - 1);
-    const std::uintptr_t end = ((site.addr + size - 1) & ~(page - 1)) + page;
-    if (!runs.empty() && first >= runs.back().first && first <= runs.back().second) {
-      runs.back().second = std::max(runs.back().second, end);
-    } else {
-      runs.emplace_back(first, end);
-    }
-  }
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23  // Linux 5.14; older kernels answer EINVAL (the batch faults)
 #endif
-  for (const auto& [start, end] : runs) {
-    void* p = reinterpret_cast<void*>(start);
+  // Discovery order: address order within a module.
+  for (const PageRun& r : PageRunsOf(sites, arch::SiteSize())) {
+    void* p = reinterpret_cast<void*>(r.start);
     // RWX, as during a batch (other threads keep executing these pages); the write faults the
     // kernel simulates copy each page with its contents unchanged. Back to RX right after.
-    if (::mprotect(p, end - start, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) continue;
-    ::madvise(p, end - start, MADV_POPULATE_WRITE);
-    ::mprotect(p, end - start, PROT_READ | PROT_EXEC);
+    if (::mprotect(p, r.end - r.start, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) continue;
+    ::madvise(p, r.end - r.start, MADV_POPULATE_WRITE);
+    ::mprotect(p, r.end - r.start, PROT_READ | PROT_EXEC);
   }
   // The batch's lists, grown and touched now: their first-touch page faults (10,000 sites:
   // ~0.5 MiB, ~0.3 ms) would otherwise be part of the batch.
