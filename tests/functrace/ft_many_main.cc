@@ -67,7 +67,9 @@ int main(int argc, char** argv) {
   o.globs = {"ft_many_*"};
   std::vector<double> us, unpatch_us, start_us;
   std::vector<bool> preempted;  // the patching thread lost its CPU during the batch
-  double max_unpatch_kept = 0;  // the longest unpatch batch that was not preempted
+  // The longest batches that kept their CPU, and how many patch batches did not.
+  double max_patch_kept = 0, max_unpatch_kept = 0;
+  std::size_t npreempted = 0;
   std::string error;
   for (int r = 0; r < rounds; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -85,10 +87,17 @@ int main(int argc, char** argv) {
     }
     us.push_back(s.last_batch_us);
     preempted.push_back(s.last_batch_preempted);
+    if (s.last_batch_preempted) {
+      ++npreempted;
+    } else {
+      max_patch_kept = std::max(max_patch_kept, s.last_batch_us);
+    }
     hush::functrace::Stop();
     const hush::functrace::Stats after = hush::functrace::GetStats();
     unpatch_us.push_back(after.last_batch_us);
-    if (!after.last_batch_preempted) max_unpatch_kept = std::max(max_unpatch_kept, after.last_batch_us);
+    if (!after.last_batch_preempted) {
+      max_unpatch_kept = std::max(max_unpatch_kept, after.last_batch_us);
+    }
   }
   stop.store(true);
   for (auto& w : workers) w.join();
@@ -97,25 +106,13 @@ int main(int argc, char** argv) {
   std::printf("patch_us %.1f %.1f unpatch_us %.1f %.1f start_us %.1f\n", us[us.size() / 2],
               us.back(), unpatch_us[unpatch_us.size() / 2], unpatch_us.back(),
               start_us[start_us.size() / 2]);
-  // Every batch, in order: the first one also takes the copy-on-write faults of the text pages it
-  // writes; an outlier of a few ms later is the patching thread losing its CPU to a caller
-  // (three runnable threads on two CPUs).
-  // A batch during which the thread was preempted is marked '*'.
+  // Every batch, in order, '*' where the patching thread was preempted (by a caller: three
+  // runnable threads on two CPUs, a few ms each).
   std::printf("patch_us_all");
   for (std::size_t i = 0; i < in_order.size(); ++i) {
     std::printf(" %.0f%s", in_order[i], preempted[i] ? "*" : "");
   }
-  std::printf("\n");
-  double max_kept = 0;
-  std::size_t npreempted = 0;
-  for (std::size_t i = 0; i < in_order.size(); ++i) {
-    if (preempted[i]) {
-      ++npreempted;
-    } else {
-      max_kept = std::max(max_kept, in_order[i]);
-    }
-  }
-  std::printf("patch_us_max_unpreempted %.1f preempted %zu of %zu unpatch_us_max_unpreempted %.1f\n",
-              max_kept, npreempted, in_order.size(), max_unpatch_kept);
+  std::printf("\npatch_us_max_unpreempted %.1f preempted %zu of %zu unpatch_us_max_unpreempted %.1f\n",
+              max_patch_kept, npreempted, in_order.size(), max_unpatch_kept);
   return bad.load() == 0 ? 0 : 3;
 }

@@ -77,9 +77,10 @@
 .endm
 
 // Opens a compact event on this thread's writer (r11 = its TLS offset afterwards): \id32 = the
-// id from the state word at *\state, nesting 0 -> 1, rax = ts (read inside the guard), rdx =
-// the event's end (its start is rdx - EVENT_SIZE), the header written. \id8: \id32's low byte. Jumps to \off (event disabled: nothing to
-// write), \slow (nesting not raised) or \abort (nesting is 1).
+// id from the state word at *\state (\id8: its low byte), nesting 0 -> 1, rax = ts (read inside
+// the guard), rdx = the event's end (its start is rdx - EVENT_SIZE), the header written. Jumps
+// to \off (event disabled: nothing to write), \slow (nesting not raised) or \abort (nesting
+// is 1).
 .macro OPEN_EVENT state, id, id32, id8, off, slow, abort
         movq    \state(%rip), \id
         movl    (\id), \id32                    // state: 0 off, else id + 1 (relaxed, as emit.h)
