@@ -83,13 +83,17 @@ class Session {
   void Stop();
   // Writes what the rings hold now (flight mode) or what is committed so far (stream mode).
   bool Snapshot(std::string* error = nullptr);
+  // Live while the session runs; its final totals once it stopped (all events written).
   SessionStats Stats() const;
   const std::string& output_dir() const { return output_dir_; }
 
  private:
-  explicit Session(std::string output_dir) : output_dir_(std::move(output_dir)) {}
+  Session(std::string output_dir, std::uint64_t generation)
+      : output_dir_(std::move(output_dir)), generation_(generation) {}
   std::string output_dir_;
+  std::uint64_t generation_;  // of the session's Core: Stop() acts on that session only
   bool stopped_ = false;
+  SessionStats final_stats_;  // what Stats() returns once the session stopped
 };
 
 // Parses "64k", "4M", "1048576". Returns false on bad input.

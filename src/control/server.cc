@@ -86,35 +86,27 @@ std::string Start(const Fields& fields) {
 }
 
 std::string Stop() {
-  session::Core* core = session::Core::Active();
-  if (core == nullptr) return Error("no active session");
-  const std::string output = core->output_dir();
-  if (*g_session) {
-    (*g_session)->Stop();  // waits until every committed event is written
-    g_session->reset();
-  }
-  core->Stop();  // a session the program or its environment started; idempotent
-  session::GlobalRegistry().ClosePendingModules();  // outside Core's mutex (registry.h)
+  std::string output;
+  if (!session::StopActive(&output)) return Error("no active session");  // waits until written
+  g_session->reset();  // a session `hushtrace start` made: already stopped above
   return "ok\noutput " + output + "\n";
 }
 
 std::string Snapshot() {
-  session::Core* core = session::Core::Active();
-  if (core == nullptr) return Error("no active session");
-  std::string error;
-  if (!core->Snapshot(&error)) return Error(error);
-  return "ok\noutput " + core->output_dir() + "\n";
+  std::string output, error;
+  if (!session::SnapshotActive(&output, &error)) return Error(error);
+  return "ok\noutput " + output + "\n";
 }
 
 std::string Status() {
-  session::Core* core = session::Core::Active();
-  if (core == nullptr) return "ok\nsession none\n";
-  const SessionStats s = core->Stats();
+  session::ActiveView active;
+  if (!session::DescribeActive(&active)) return "ok\nsession none\n";
+  const SessionStats& s = active.stats;
   Fields f = {
       {"session", "active"},
       {"started-by", *g_session ? "hushtrace" : "program"},
-      {"mode", core->mode() == Mode::kFlight ? "flight" : "stream"},
-      {"output", core->output_dir()},
+      {"mode", active.mode == Mode::kFlight ? "flight" : "stream"},
+      {"output", active.output_dir},
       {"buffers", std::to_string(s.rings)},
       {"events-written", std::to_string(s.events_written)},
       {"events-discarded", std::to_string(s.events_discarded)},
@@ -125,7 +117,7 @@ std::string Status() {
       {"snapshots-triggered", std::to_string(s.snapshots_triggered)},
       {"triggers-suppressed", std::to_string(s.triggers_suppressed)},
   };
-  for (const std::string& name : core->EnabledEventNames()) f.emplace_back("enabled", name);
+  for (const std::string& name : active.enabled) f.emplace_back("enabled", name);
   return EncodeMessage("ok", f);
 }
 

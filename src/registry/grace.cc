@@ -1,10 +1,9 @@
 #include "registry/grace.h"
 
-#include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
-#include <sys/syscall.h>
-#include <unistd.h>
+
+#include "base/membarrier.h"
 
 #include <mutex>
 #include <new>
@@ -15,8 +14,6 @@ namespace {
 std::mutex g_mu;             // guards the reader list; a leaf lock
 Reader* g_readers = nullptr;  // registered threads (their thread_local records)
 std::atomic<std::uint64_t> g_syncs{0};
-
-int Membarrier(int cmd) { return static_cast<int>(::syscall(SYS_membarrier, cmd, 0, 0)); }
 
 // Unregisters the thread's record at exit (the record is thread_local storage).
 struct Registration {
@@ -63,14 +60,7 @@ Reader& ThisThread() {
   return r;
 }
 
-bool Available() {
-  static const bool ok = [] {
-    const int cmds = Membarrier(MEMBARRIER_CMD_QUERY);
-    if (cmds < 0 || (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return false;
-    return Membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
-  }();
-  return ok;
-}
+bool Available() { return base::PrivateExpeditedAvailable(); }
 
 bool Synchronize() {
   if (!Available()) return false;
@@ -82,7 +72,7 @@ bool Synchronize() {
   g_syncs.fetch_add(1, std::memory_order_relaxed);
   // Step 1 (banner): a full barrier on every running thread; also one on this thread, ordering
   // the caller's release stores of the new pointers before the loads below.
-  if (Membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) return false;
+  if (!base::PrivateExpeditedBarrier()) return false;
   // Step 2. Records cannot go away meanwhile: unregistering needs g_mu.
   for (Reader* r = g_readers; r != nullptr; r = r->next) {
     const std::uint64_t seen = r->ctr.load(std::memory_order_acquire);

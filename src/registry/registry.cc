@@ -265,6 +265,19 @@ std::size_t Registry::Enable(const std::vector<std::string>& globs,
   return n;
 }
 
+std::vector<const Event*> Registry::Matching(const std::vector<std::string>& globs) const {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  std::vector<const Event*> out;
+  for (const Event& e : events_) {
+    const std::string name = e.meta.FullName();
+    if (!e.enabled && std::any_of(globs.begin(), globs.end(),
+                                  [&](const std::string& g) { return GlobMatches(g, name); })) {
+      out.push_back(&e);
+    }
+  }
+  return out;
+}
+
 std::size_t Registry::SetTriggers(const std::vector<std::string>& globs) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
   std::size_t n = 0;

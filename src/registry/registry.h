@@ -82,6 +82,9 @@ class Registry {
   // its state words are stored (release), e.g. to set `filtered` and prepare what it needs.
   std::size_t Enable(const std::vector<std::string>& globs,
                      const std::function<void(Event&)>& on_enable = nullptr);
+  // The events not enabled yet whose "provider:name" matches one of the globs: what Enable(globs)
+  // would enable now (a session checks its filter against them before it publishes itself).
+  std::vector<const Event*> Matching(const std::vector<std::string>& globs) const;
   // Marks the enabled events that match one of the globs as snapshot triggers (their state words
   // get kTriggerIdBit; no site changes). Returns how many.
   std::size_t SetTriggers(const std::vector<std::string>& globs);

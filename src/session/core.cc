@@ -3,6 +3,8 @@
 #include "session/crash_handler.h"
 #include "session/fork_gate.h"
 #include "session/masked_thread.h"
+#include "session/writers.h"
+#include "base/errno_message.h"
 #include "sched/sched_events.h"
 #include "sched/sched_recorder.h"
 
@@ -29,10 +31,9 @@ std::atomic<std::uint64_t> Core::next_generation_{1};
 
 std::string ReadProcLine(const std::string& path) {
   char buf[64] = {};
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "";
-  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
-  ::close(fd);
+  const base::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return "";
+  const ssize_t n = ::read(fd.get(), buf, sizeof buf - 1);
   std::string s(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
   while (!s.empty() && s.back() == '\n') s.pop_back();
   return s;
@@ -45,11 +46,10 @@ std::uint8_t g_inherited_clock_uuid[16] = {};  // all zero: none
 }  // namespace
 
 std::string ClockUuidOfTrace(const std::string& dir) {
-  const int fd = ::open((dir + "/metadata").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return "";
+  const base::UniqueFd fd(::open((dir + "/metadata").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd) return "";
   std::string text(8192, '\0');
-  const ssize_t n = ::read(fd, text.data(), text.size());
-  ::close(fd);
+  const ssize_t n = ::read(fd.get(), text.data(), text.size());
   text.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
   if (text.rfind("/* CTF 1.8 */", 0) != 0) return "";
   const std::string key = "clock {\n\tname = \"hush_clock\";\n\tuuid = \"";
@@ -77,7 +77,7 @@ registry::Registry& GlobalRegistry() {
 
 namespace {
 
-std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
+using base::ErrnoMessage;
 
 // Past RLIMIT_FSIZE a write fails with EFBIG and also raises SIGXFSZ at the writing thread,
 // whose default action kills the process. The library's writes must fail, not take the host
@@ -113,26 +113,29 @@ class FileSizeSignalGuard {
 
 // Creates `path` as a 0700 directory, or accepts an existing empty directory owned by us.
 // Returns an O_DIRECTORY|O_NOFOLLOW descriptor, so a symlink planted at `path` is refused.
-int CreateTraceDirectory(const std::string& path, std::string* error) {
-  if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
-    *error = Errno("cannot create trace directory " + path);
-    return -1;
+// `*created`: the directory was made here (a failed start removes it again).
+base::UniqueFd CreateTraceDirectory(const std::string& path, bool* created, std::string* error) {
+  *created = ::mkdir(path.c_str(), 0700) == 0;
+  if (!*created && errno != EEXIST) {
+    *error = ErrnoMessage("cannot create trace directory " + path);
+    return {};
   }
-  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) {
-    *error = Errno("cannot open trace directory " + path);
-    return -1;
+  base::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) {
+    *error = ErrnoMessage("cannot open trace directory " + path);
+    if (*created) ::rmdir(path.c_str());
+    return {};
   }
   struct stat st;
-  if (::fstat(fd, &st) != 0 || st.st_uid != ::geteuid()) {
+  if (::fstat(fd.get(), &st) != 0 || st.st_uid != ::geteuid()) {
     *error = "trace directory " + path + " is not owned by this user";
-    ::close(fd);
-    return -1;
+    return {};
   }
-  if ((st.st_mode & 077) != 0) ::fchmod(fd, 0700);
+  if ((st.st_mode & 077) != 0) ::fchmod(fd.get(), 0700);
+  if (*created) return fd;
   // Must be empty: never mix a new trace with files already there (an old trace, or files an
   // attacker planted for us to append to).
-  const int scan_fd = ::dup(fd);
+  const int scan_fd = ::dup(fd.get());
   DIR* dir = scan_fd >= 0 ? ::fdopendir(scan_fd) : nullptr;
   bool empty = dir != nullptr;
   while (dir != nullptr) {
@@ -149,41 +152,51 @@ int CreateTraceDirectory(const std::string& path, std::string* error) {
     ::close(scan_fd);
   }
   if (!empty) {
-    const bool has_trace = ::faccessat(fd, "metadata", F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+    const bool has_trace = ::faccessat(fd.get(), "metadata", F_OK, AT_SYMLINK_NOFOLLOW) == 0;
     *error = "trace directory " + path + (has_trace ? " already holds a trace" : " is not empty");
-    ::close(fd);
-    return -1;
+    return {};
   }
   return fd;
 }
 
 bool WriteFileAt(int dirfd, const char* name, const std::string& content, std::string* error) {
   const std::string tmp = std::string(".") + name + ".tmp";
-  const int fd = ::openat(dirfd, tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    *error = Errno(std::string("cannot write ") + name);
+  base::UniqueFd fd(::openat(dirfd, tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd) {
+    *error = ErrnoMessage(std::string("cannot write ") + name);
     return false;
   }
   const char* p = content.data();
   std::size_t left = content.size();
   while (left > 0) {
-    const ssize_t n = ::write(fd, p, left);
+    const ssize_t n = ::write(fd.get(), p, left);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      *error = Errno(std::string("cannot write ") + name);
-      ::close(fd);
+      *error = ErrnoMessage(std::string("cannot write ") + name);
+      fd.reset();
       ::unlinkat(dirfd, tmp.c_str(), 0);
       return false;
     }
     p += n;
     left -= static_cast<std::size_t>(n);
   }
-  ::close(fd);
+  fd.reset();
   if (::renameat(dirfd, tmp.c_str(), dirfd, name) != 0) {
-    *error = Errno(std::string("cannot rename ") + name);
+    *error = ErrnoMessage(std::string("cannot rename ") + name);
     return false;
   }
   return true;
+}
+
+std::vector<std::string> FieldNames(const registry::Event& e) {
+  std::vector<std::string> names;
+  for (const auto& f : e.meta.fields) names.push_back(f.name);
+  return names;
+}
+std::vector<std::string> FieldTypes(const registry::Event& e) {
+  std::vector<std::string> types;
+  for (const auto& f : e.meta.fields) types.push_back(f.type);
+  return types;
 }
 
 sem_t g_snapshot_sem;
@@ -191,8 +204,12 @@ void OnSnapshotSignal(int) { ::sem_post(&g_snapshot_sem); }  // async-signal-saf
 
 }  // namespace
 
+Core::~Core() = default;
+
 void Core::ForgetInChild() {
   active_.store(nullptr, std::memory_order_relaxed);
+  writers::ForgetInChild();
+  ForgetOwnedCoresInChild();
   // The descriptors and the patched text are copy-on-write private memory: disabling them here
   // does not affect the parent. Only this thread exists in the child. Its static-key sites go
   // back to NOPs (src/patch); if another thread of the parent was in the middle of a patch batch,
@@ -223,8 +240,10 @@ void Core::OnForkChild() {
   g_fork_child_core = child;
   child->options_ = parent->options_;
   child->output_dir_ = parent->output_dir_;
-  child->dirfd_ = parent->dirfd_;
-  child->ring_dirfd_ = parent->ring_dirfd_;
+  // The descriptors are the child's own copies; the parent's Core (a copy in the child's memory,
+  // never freed here) gives them up.
+  child->dirfd_ = std::move(parent->dirfd_);
+  child->ring_dirfd_ = std::move(parent->ring_dirfd_);
   child->subbuf_size_ = parent->subbuf_size_;
   child->subbuf_count_ = parent->subbuf_count_;
   child->info_ = parent->info_;
@@ -242,6 +261,7 @@ void Core::OnForkChild() {
   w.generation = 0;
   w.packet_events = 0;
   ForgetThreadInChild();
+  ForgetOwnedCoresInChild();
   active_.store(child, std::memory_order_release);
   // The parent's perf events are not inherited by forked processes (inherit_thread): the child
   // opens its own. Its reader thread creates no file before the child's first record, so a
@@ -261,7 +281,7 @@ void Core::WarnOnce(std::atomic<bool>& flag, const char* message) {
 }
 
 bool Core::Start(const SessionOptions& options, std::string* error) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   if (Active() != nullptr) {
     *error = "a session is already active in this process";
     return false;
@@ -275,6 +295,7 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
     *error = "snapshot triggers (snapshot_on) need flight mode";
     return false;
   }
+  // Parsed before anything is created: a filter that does not parse costs nothing.
   std::unique_ptr<filter::Parsed> parsed;
   if (!options_.filter.empty()) {
     std::string filter_error;
@@ -299,15 +320,17 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
         options_.buffer_size / subbuf_size_, ring::kMaxSubbufCount));
   }
   output_dir_ = options_.output_dir;
-  dirfd_ = CreateTraceDirectory(output_dir_, error);
-  if (dirfd_ < 0) return false;
-  if (::mkdirat(dirfd_, ".ring", 0700) != 0 && errno != EEXIST) {
-    *error = Errno("cannot create " + output_dir_ + "/.ring");
+  dirfd_ = CreateTraceDirectory(output_dir_, &created_dir_, error);
+  if (!dirfd_) return false;
+  if (::mkdirat(dirfd_.get(), ".ring", 0700) != 0 && errno != EEXIST) {
+    *error = ErrnoMessage("cannot create " + output_dir_ + "/.ring");
+    Abandon();
     return false;
   }
-  ring_dirfd_ = ::openat(dirfd_, ".ring", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (ring_dirfd_ < 0) {
-    *error = Errno("cannot open " + output_dir_ + "/.ring");
+  ring_dirfd_.reset(::openat(dirfd_.get(), ".ring", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!ring_dirfd_) {
+    *error = ErrnoMessage("cannot open " + output_dir_ + "/.ring");
+    Abandon();
     return false;
   }
   if (::getrandom(info_.uuid, sizeof info_.uuid, 0) != sizeof info_.uuid) {
@@ -329,35 +352,39 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
   registry::Registry& registry = GlobalRegistry();
   registry.Scan();
   registry.ResetIds();
+  // A filter that binds to none of the events it would enable is refused before the session is
+  // published: nothing of a failed start is ever visible to other threads.
+  if (parsed) {
+    std::string bind_error;
+    bool binds = false;
+    for (const registry::Event* e : registry.Matching(options_.events)) {
+      std::string why;
+      if (filter::Program::Bind(*parsed, FieldNames(*e), FieldTypes(*e), &why)) {
+        binds = true;
+        break;
+      }
+      if (bind_error.empty()) bind_error = e->meta.FullName() + ": " + why;
+    }
+    if (!binds) {
+      *error = "the filter applies to no enabled event (" +
+               (bind_error.empty() ? std::string("no event matches the patterns") : bind_error) + ")";
+      Abandon();
+      return false;
+    }
+  }
   // Publish the session before enabling events: a thread that sees an enabled event and takes
   // the slow path must find the session (acquire in Active() pairs with this release).
+  published_ = true;
   active_.store(this, std::memory_order_release);
   if (parsed) {
     filters_.clear();
     filters_.resize(registry.events().size());
-    std::size_t bound = 0;
-    std::string bind_error;
     registry.Enable(options_.events, [&](registry::Event& e) {
-      std::vector<std::string> names, types;
-      for (const auto& f : e.meta.fields) {
-        names.push_back(f.name);
-        types.push_back(f.type);
-      }
       std::string why;
-      filters_[static_cast<std::size_t>(e.id)] = filter::Program::Bind(*parsed, names, types, &why);
-      if (filters_[static_cast<std::size_t>(e.id)]) {
-        ++bound;
-      } else if (bind_error.empty()) {
-        bind_error = e.meta.FullName() + ": " + why;
-      }
+      filters_[static_cast<std::size_t>(e.id)] =
+          filter::Program::Bind(*parsed, FieldNames(e), FieldTypes(e), &why);
       e.filtered = true;
     });
-    if (bound == 0) {
-      registry.DisableAll();
-      active_.store(nullptr, std::memory_order_release);
-      *error = "the filter applies to no enabled event (" + bind_error + ")";
-      return false;
-    }
   } else {
     registry.Enable(options_.events);
   }
@@ -370,11 +397,12 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
                                              std::end(sched::kSchedEventGlobs)));
   }
   if (!WriteMetadata(error)) {
-    registry.DisableAll();
-    active_.store(nullptr, std::memory_order_release);
+    // Threads may have attached rings meanwhile: unpublish, wait for them, remove every file.
+    Unpublish(lock);
+    Abandon();
     return false;
   }
-  crash::Arm(ring_dirfd_);  // a fatal signal marks .ring (crash_handler.h)
+  crash::Arm(ring_dirfd_.get());  // a fatal signal marks .ring (crash_handler.h)
   InstallForkGate([] { Core::OnForkChild(); });  // the gate is reset before OnForkChild runs
   if (options_.mode == Mode::kFlight) {
     static std::once_flag signal_once;
@@ -392,6 +420,23 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
   return true;
 }
 
+void Core::Abandon() {
+  for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
+    const std::string number = std::to_string(slots_[i].ring->index());
+    slots_[i].stream_fd.reset();
+    ::unlinkat(dirfd_.get(), ("stream_" + number).c_str(), 0);
+    ::unlinkat(ring_dirfd_.get(), ("ring_" + number).c_str(), 0);
+  }
+  ring_dirfd_.reset();
+  if (dirfd_) {
+    ::unlinkat(dirfd_.get(), ".ring", AT_REMOVEDIR);  // fails, as it should, if not empty
+    ::unlinkat(dirfd_.get(), "metadata", 0);
+    ::unlinkat(dirfd_.get(), ".metadata.tmp", 0);
+  }
+  dirfd_.reset();
+  if (created_dir_) ::rmdir(output_dir_.c_str());
+}
+
 void Core::StartSched() {
   std::string why;
   sched_ = sched::SchedRecorder::Start(this, &why);  // takes mu_ only from its own thread
@@ -404,7 +449,7 @@ void Core::StartSched() {
 bool Core::WriteMetadata(std::string* error) {
   const FileSizeSignalGuard no_sigxfsz;
   info_.clock = calibration_;
-  return WriteFileAt(dirfd_, "metadata",
+  return WriteFileAt(dirfd_.get(), "metadata",
                      format::BuildMetadata(info_, GlobalRegistry().EventsWithIds()), error);
 }
 
@@ -434,30 +479,31 @@ ring::Ring* Core::Attach(internal::ThreadWriter& w, bool fresh) {
   std::string error;
   const FileSizeSignalGuard no_sigxfsz;  // sizing a ring file may exceed RLIMIT_FSIZE
   std::unique_ptr<ring::Ring> r;
-  int fd = -1;
+  base::UniqueFd fd;
   std::string stream;
-  for (std::uint32_t tries = 0; tries < 1024 && fd < 0; ++tries) {
+  for (std::uint32_t tries = 0; tries < 1024 && !fd; ++tries) {
     const std::uint32_t n = next_file_index_++;
     error.clear();
-    r = ring::Ring::Create(ring_dirfd_, n, config, &error);
+    r = ring::Ring::Create(ring_dirfd_.get(), n, config, &error);
     if (!r) {
       if (errno == EEXIST) continue;  // Create fails right after its O_EXCL open
       break;
     }
     stream = "stream_" + std::to_string(n);
-    fd = ::openat(dirfd_, stream.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND, 0600);
-    if (fd < 0) {
+    fd.reset(::openat(dirfd_.get(), stream.c_str(),
+                      O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND, 0600));
+    if (!fd) {
       const int e = errno;
-      ::unlinkat(ring_dirfd_, ("ring_" + std::to_string(n)).c_str(), 0);
+      ::unlinkat(ring_dirfd_.get(), ("ring_" + std::to_string(n)).c_str(), 0);
       r.reset();
       if (e != EEXIST) {
         errno = e;
-        error = Errno("cannot create " + stream);
+        error = ErrnoMessage("cannot create " + stream);
         break;
       }
     }
   }
-  if (!r || fd < 0) {
+  if (!r || !fd) {
     if (error.empty()) error = "no free stream number in " + output_dir_;
     if (!warned_attach_.exchange(true, std::memory_order_relaxed)) {
       std::fprintf(stderr, "hushtrace: %s; the events of threads without a buffer are discarded\n",
@@ -468,7 +514,7 @@ ring::Ring* Core::Attach(internal::ThreadWriter& w, bool fresh) {
   }
   RingSlot& slot = slots_[index];
   slot.ring = std::move(r);
-  slot.stream_fd = fd;
+  slot.stream_fd = std::move(fd);
   slot.writer = &w;
   // Release: pairs with the acquire in the consumer's loop; it sees a fully built slot.
   ring_count_.store(index + 1, std::memory_order_release);
@@ -509,7 +555,7 @@ void Core::WriteAll(bool include_open) {
   std::lock_guard<std::mutex> lock(write_mu_);
   const FileSizeSignalGuard no_sigxfsz;
   for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_acquire); i < n; ++i) {
-    const ring::WriteResult r = slots_[i].ring->WriteNew(slots_[i].stream_fd, include_open);
+    const ring::WriteResult r = slots_[i].ring->WriteNew(slots_[i].stream_fd.get(), include_open);
     if (r.error != 0) {
       write_errors_.fetch_add(1, std::memory_order_relaxed);
       if (!write_error_reported_.exchange(true)) {
@@ -628,30 +674,31 @@ bool Core::Snapshot(std::string* error) {
   return true;
 }
 
+void Core::Unpublish(std::unique_lock<std::mutex>& lock) {
+  stopped_ = true;
+  GlobalRegistry().DisableAll();
+  // Force every attached thread off the fast path; its next event re-attaches (or is dropped).
+  // Under mu_: a thread that exits meanwhile blocks in Detach() until we are done, so every
+  // writer in slots_ is alive here; after the unlock below slots_[i].writer is never
+  // dereferenced again (an exiting thread finds the session stopped and leaves its writer).
+  for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
+    if (slots_[i].writer != nullptr) slots_[i].writer->end.store(nullptr, std::memory_order_seq_cst);
+  }
+  active_.store(nullptr, std::memory_order_release);
+  // Let events already in flight commit, and learn whether any thread can still reach this Core
+  // (writers.h). Bounded: a thread may be descheduled mid-event or stuck in a signal handler; the
+  // owner then keeps the Core until a later grace period. Without mu_: a thread blocked in the
+  // slow path on it must be able to finish its event.
+  lock.unlock();
+  quiescent_ = writers::WaitForEventsBefore(std::chrono::milliseconds(20));
+  lock.lock();
+}
+
 void Core::Stop() {
   if (sched_) sched_->Stop();  // before mu_: its last drain attaches and writes rings
   std::unique_lock<std::mutex> lock(mu_);
   if (stopped_) return;
-  stopped_ = true;
-  GlobalRegistry().DisableAll();
-  active_.store(nullptr, std::memory_order_release);
-  // Force every attached thread off the fast path; its next event re-attaches (or is dropped).
-  for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
-    if (slots_[i].writer != nullptr) slots_[i].writer->end.store(nullptr, std::memory_order_seq_cst);
-  }
-  // Let events already in flight commit (bounded: a thread may be descheduled mid-event or stuck
-  // in a signal handler). Acquire pairs with the release in LeaveEvent(): the event's bytes and
-  // commit word are visible to the final write below. Exiting threads cannot free their writer
-  // meanwhile: Detach() needs mu_, which we hold.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
-  for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
-    internal::ThreadWriter* w = slots_[i].writer;
-    if (w == nullptr || w == &internal::tls_writer) continue;
-    while (w->nesting.load(std::memory_order_acquire) != 0 &&
-           std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::yield();
-    }
-  }
+  Unpublish(lock);
   // The open packets' events are written below; count them from the commit word (acquire: pairs
   // with the release in CommitEvent()), not from the owner's packet_events, which a thread still
   // inside an event after the bounded wait may be writing. From now on the owners' events fail in
@@ -689,17 +736,17 @@ void Core::Stop() {
                  static_cast<unsigned long long>(n));
   }
   crash::Disarm();
-  // Everything is on disk: the ring files are only needed to recover a crashed writer. The
-  // mappings stay valid after the unlink (see core.h: rings are never unmapped).
+  // Everything is on disk: the ring files are only needed to recover a crashed writer. Their
+  // mappings stay valid after the unlink until the Core is freed (see "Lifetime" in core.h),
+  // which gives their space back.
   for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
-    ::close(slots_[i].stream_fd);
-    slots_[i].stream_fd = -1;
-    ::unlinkat(ring_dirfd_, ("ring_" + std::to_string(slots_[i].ring->index())).c_str(), 0);
+    slots_[i].stream_fd.reset();
+    ::unlinkat(ring_dirfd_.get(), ("ring_" + std::to_string(slots_[i].ring->index())).c_str(), 0);
   }
   // Processes following this one (fork children) may still create rings in .ring: it stays.
-  if (!options_.follow_children) ::unlinkat(dirfd_, ".ring", AT_REMOVEDIR);
-  ::close(ring_dirfd_);
-  ::close(dirfd_);
+  if (!options_.follow_children) ::unlinkat(dirfd_.get(), ".ring", AT_REMOVEDIR);
+  ring_dirfd_.reset();
+  dirfd_.reset();
 }
 
 std::vector<std::string> Core::EnabledEventNames() const {

@@ -6,8 +6,15 @@
 //   write_mu_  serializes writers of stream files: the consumer thread, Snapshot(), Stop().
 //   Lock order: mu_ before write_mu_.
 // Rings live in a fixed array published by `ring_count_` (release; readers acquire), so the
-// consumer iterates without mu_. Rings are never unmapped while the process lives: a thread may
-// still be writing into a ring of a stopped session until it notices the new generation.
+// consumer iterates without mu_.
+//
+// Lifetime. A Core is made by the session API (session_api.cc), which owns it. Start() either
+// succeeds or leaves nothing behind: no descriptor, no file, no directory it created. Once Start()
+// published the session (Active()), threads may hold pointers into it (writers.h), so a stopped
+// or failed Core is freed only after a grace period: Stop() waits for one (bounded) and records
+// whether it ended (quiescent()); the owner frees the Core then, or keeps it on a retired list and
+// waits for a later grace period. Freeing it unmaps its rings (their files were unlinked at
+// Stop(), so their disk or tmpfs space goes back too) and closes what is left open.
 #ifndef HUSHTRACE_SRC_SESSION_CORE_H_
 #define HUSHTRACE_SRC_SESSION_CORE_H_
 
@@ -20,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/unique_fd.h"
 #include "clock/clock.h"
 #include "filter/filter.h"
 #include "format/ctf_metadata.h"
@@ -35,7 +43,7 @@ inline constexpr std::uint32_t kMaxRings = 4096;
 
 struct RingSlot {
   std::unique_ptr<ring::Ring> ring;
-  int stream_fd = -1;
+  base::UniqueFd stream_fd;  // closed by Stop() once the trace is written
   internal::ThreadWriter* writer = nullptr;  // guarded by mu_; nullptr when free
 };
 
@@ -49,8 +57,19 @@ class Core {
   // new session for the child in the same trace (docs/format.md, "Processes").
   static void OnForkChild();
 
+  Core() = default;
+  ~Core();  // only once no thread can hold a pointer into it (see "Lifetime" above)
+  Core(const Core&) = delete;
+  Core& operator=(const Core&) = delete;
+
   bool Start(const SessionOptions& options, std::string* error);
   void Stop();
+  // Start() made the session visible to other threads (Active()) before it failed, or it started:
+  // the Core must then go through a grace period before it is freed.
+  bool published() const { return published_; }
+  // Stop() saw every event that began before it end: nothing can reach this Core any more and
+  // it may be freed at once. Written by Stop() (the owner reads it after Stop() returned).
+  bool quiescent() const { return quiescent_; }
   bool Snapshot(std::string* error);
   SessionStats Stats() const;
   const std::string& output_dir() const { return output_dir_; }
@@ -96,7 +115,14 @@ class Core {
   bool WriteMetadata(std::string* error);
   ring::Ring* Attach(internal::ThreadWriter& w, bool fresh = false);  // mu_ held
   void WriteAll(bool include_open);
-
+  // Stop()'s first half, also a failed Start()'s after publishing: disables the events, sends the
+  // attached threads to the slow path, unpublishes the session and waits (bounded) for the
+  // events in flight. mu_ must be held on entry; it is released and taken again.
+  void Unpublish(std::unique_lock<std::mutex>& lock);
+  // Removes what a failed Start() created in the trace directory (mu_ held, nothing published
+  // or already unpublished): ring and stream files, .ring, the metadata, the directory itself
+  // if Start() made it.
+  void Abandon();
   static std::atomic<Core*> active_;
   static std::atomic<std::uint64_t> next_generation_;
 
@@ -104,8 +130,11 @@ class Core {
   std::mutex write_mu_;
   SessionOptions options_;
   std::string output_dir_;
-  int dirfd_ = -1;
-  int ring_dirfd_ = -1;
+  base::UniqueFd dirfd_;
+  base::UniqueFd ring_dirfd_;
+  bool created_dir_ = false;  // Start() made output_dir_ (Abandon() removes it)
+  bool published_ = false;
+  bool quiescent_ = false;
   std::uint64_t generation_ = 0;
   bool forked_child_ = false;  // a fork child's session: writes streams, never the metadata
   std::uint32_t next_file_index_ = 0;  // mu_: next N to try for ring_<N> / stream_<N>
@@ -159,6 +188,22 @@ char* ReserveInRing(Core* core, ring::Ring* r, internal::ThreadWriter& w, std::u
 
 // The first line (at most 63 bytes) of a small /proc file, without its newline; "" if unreadable.
 std::string ReadProcLine(const std::string& path);
+
+// The active session, whoever started it (the program, its environment, `hushtrace start`), for
+// the live-control server. Each takes the session API's mutex (session_api.cc).
+struct ActiveView {
+  std::string output_dir;
+  Mode mode = Mode::kStream;
+  SessionStats stats;
+  std::vector<std::string> enabled;
+};
+bool DescribeActive(ActiveView* out);                              // false: no active session
+bool StopActive(std::string* output_dir);                          // false: no active session
+bool SnapshotActive(std::string* output_dir, std::string* error);  // false: see *error
+// Stopped sessions whose memory waits for a grace period (tests; core.h "Lifetime").
+std::size_t RetiredSessions();
+// fork child: forgets the Cores the session API owns (their threads are not in the child).
+void ForgetOwnedCoresInChild();
 
 // Registry shared by all sessions of the process (descriptors outlive sessions).
 registry::Registry& GlobalRegistry();

@@ -11,17 +11,28 @@
 #include <limits>
 #include <cstdio>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "functrace/functrace.h"
 #include "control/server.h"
 #include "hushtrace/session.h"
 #include "session/core.h"
+#include "session/writers.h"
 
 namespace hush {
 namespace {
 
-session::Core* g_core = nullptr;  // the core of the last started session (kept: see core.h)
+// Ownership of the Cores (core.h, "Lifetime"), all under g_api_mu:
+//   g_core     the session started last through this API, until it stops;
+//   g_retired  stopped (or failed after publishing) Cores that a thread may still reach, freed by
+//              the first grace period that ends (ReclaimRetired). Never destroyed at exit: other
+//              threads may still be inside events then.
+session::Core* g_core = nullptr;
+auto* g_retired = new std::vector<std::unique_ptr<session::Core>>();
 // The session started from the environment, stopped at exit. `used`: only leak checkers read it
 // (as a root), so the compiler must not drop it.
 [[gnu::used]] Session* g_env_session = nullptr;
@@ -32,8 +43,33 @@ void StopFunctions() {
 }
 
 void StopAtExit() {
+  std::lock_guard<std::mutex> lock(g_api_mu);
   StopFunctions();
-  if (session::Core* core = session::Core::Active()) core->Stop();
+  if (session::Core* core = session::Core::Active()) core->Stop();  // not freed: see g_retired
+}
+
+// Frees the retired Cores once no thread can reach them (writers.h). The budget is short: a
+// Core whose grace period does not end now is tried again by the next start or stop.
+void ReclaimRetired() {
+  if (g_retired->empty()) return;
+  if (session::writers::WaitForEventsBefore(std::chrono::milliseconds(5))) g_retired->clear();
+}
+
+void Retire(std::unique_ptr<session::Core> core) {
+  if (!core->quiescent()) g_retired->push_back(std::move(core));
+  // else: freed here, its rings unmapped
+}
+
+// Stops g_core (the caller checked it is set) and hands it to retirement. Returns its final
+// statistics.
+SessionStats StopCoreLocked() {
+  StopFunctions();
+  g_core->Stop();
+  const SessionStats stats = g_core->Stats();
+  Retire(std::unique_ptr<session::Core>(std::exchange(g_core, nullptr)));
+  session::GlobalRegistry().ClosePendingModules();  // outside Core's mutex (registry.h)
+  ReclaimRetired();
+  return stats;
 }
 
 // After the core started (its mutex released: the module map is emitted on this thread).
@@ -122,43 +158,41 @@ std::unique_ptr<Session> Session::Start(const SessionOptions& options, std::stri
   SessionOptions opts = options;
   if (!opts.functions.empty()) opts.events.push_back("func:*");
   if (opts.output_dir.empty()) opts.output_dir = DefaultOutputDir();
-  auto* core = new session::Core();
+  ReclaimRetired();
+  auto core = std::make_unique<session::Core>();
   if (!core->Start(opts, error)) {
-    delete core;
+    // Nothing left behind (core.h); a Core that was visible to other threads waits for them.
+    if (core->published()) Retire(std::move(core));
     return nullptr;
   }
-  g_core = core;
-  if (!opts.functions.empty() && !StartFunctions(opts, *core, error)) {
-    core->Stop();
+  g_core = core.release();
+  if (!opts.functions.empty() && !StartFunctions(opts, *g_core, error)) {
+    StopCoreLocked();
     return nullptr;
   }
   // Stream mode's writer thread starts with the session, not from the slow path of the event
   // that first fills a packet: that event may be emitted by a signal handler, where creating a
   // thread is not async-signal-safe. (After StartFunctions: see there.)
-  core->EnsureConsumer();
-  // Stopped sessions are kept (their rings may still be written by a late thread: core.h) and
-  // stay reachable, so leak checkers do not report them.
-  static auto* all_cores = new std::vector<session::Core*>();
-  all_cores->push_back(core);
+  g_core->EnsureConsumer();
   static std::once_flag atexit_once;
   std::call_once(atexit_once, [] { std::atexit(StopAtExit); });
-  return std::unique_ptr<Session>(new Session(core->output_dir()));
+  return std::unique_ptr<Session>(new Session(g_core->output_dir(), g_core->generation()));
 }
 
 Session::~Session() { Stop(); }
 
+// A Session acts on its own Core only: once stopped (by itself or by `hushtrace stop`), a later
+// session started by someone else is not its to stop.
 void Session::Stop() {
   std::lock_guard<std::mutex> lock(g_api_mu);
   if (stopped_) return;
   stopped_ = true;
-  StopFunctions();
-  if (g_core != nullptr) g_core->Stop();
-  session::GlobalRegistry().ClosePendingModules();  // outside Core's mutex (registry.h)
+  if (g_core != nullptr && g_core->generation() == generation_) final_stats_ = StopCoreLocked();
 }
 
 bool Session::Snapshot(std::string* error) {
   std::lock_guard<std::mutex> lock(g_api_mu);
-  if (stopped_ || g_core == nullptr) {
+  if (stopped_ || g_core == nullptr || g_core->generation() != generation_) {
     if (error) *error = "the session is stopped";
     return false;
   }
@@ -167,8 +201,64 @@ bool Session::Snapshot(std::string* error) {
 
 SessionStats Session::Stats() const {
   std::lock_guard<std::mutex> lock(g_api_mu);
-  return g_core != nullptr ? g_core->Stats() : SessionStats{};
+  if (g_core != nullptr && g_core->generation() == generation_) return g_core->Stats();
+  return final_stats_;
 }
+
+namespace session {
+
+bool DescribeActive(ActiveView* out) {
+  std::lock_guard<std::mutex> lock(g_api_mu);
+  Core* core = Core::Active();
+  if (core == nullptr) return false;
+  out->output_dir = core->output_dir();
+  out->mode = core->mode();
+  out->stats = core->Stats();
+  out->enabled = core->EnabledEventNames();
+  return true;
+}
+
+bool StopActive(std::string* output_dir) {
+  std::lock_guard<std::mutex> lock(g_api_mu);
+  Core* core = Core::Active();
+  if (core == nullptr) return false;
+  *output_dir = core->output_dir();
+  if (core == g_core) {
+    StopCoreLocked();  // the Session object that started it finds it stopped
+  } else {
+    StopFunctions();
+    core->Stop();  // a fork child's session (core.cc): not owned here
+    GlobalRegistry().ClosePendingModules();
+  }
+  return true;
+}
+
+bool SnapshotActive(std::string* output_dir, std::string* error) {
+  std::lock_guard<std::mutex> lock(g_api_mu);
+  Core* core = Core::Active();
+  if (core == nullptr) {
+    *error = "no active session";
+    return false;
+  }
+  *output_dir = core->output_dir();
+  return core->Snapshot(error);
+}
+
+std::size_t RetiredSessions() {
+  std::lock_guard<std::mutex> lock(g_api_mu);
+  return g_retired->size();
+}
+
+void ForgetOwnedCoresInChild() {
+  // Only the forking thread exists: g_api_mu may have been held by another thread, and the
+  // parent's Cores are copies whose threads are gone. They are never freed here.
+  new (&g_api_mu) std::mutex();
+  static auto* orphans = new std::vector<void*>();  // kept reachable for leak checkers
+  orphans->push_back(std::exchange(g_core, nullptr));
+  orphans->push_back(std::exchange(g_retired, new std::vector<std::unique_ptr<session::Core>>()));
+}
+
+}  // namespace session
 
 namespace internal {
 

@@ -16,6 +16,7 @@
 #include "registry/probes.h"
 #include "session/core.h"
 #include "session/masked_thread.h"
+#include "session/writers.h"
 
 namespace hush::internal {
 
@@ -32,6 +33,7 @@ namespace {
 thread_local std::uint32_t t_tid = 0;
 thread_local char t_name[16] = {};
 thread_local bool t_in_attach = false;
+thread_local bool t_listed = false;  // ListThisThread
 thread_local std::uint64_t t_prev_last_ts = 0;  // w.last_ts before the event being reserved
 
 pthread_key_t g_exit_key;
@@ -52,12 +54,25 @@ void OnThreadExit(void*) {
   w.end.store(nullptr, std::memory_order_relaxed);
   w.ring = nullptr;
   internal::LeaveEvent(w, previous);
+  // The thread's last event is over: a stopped session's grace period stops waiting for it
+  // (writers.h). A later destructor's event lists it again and re-arms this hook.
+  writers::UnregisterThisThread();
+  t_listed = false;
+}
+
+// Lists the thread for grace periods (writers.h) and arms OnThreadExit, which unlists it after
+// its last event. One hook for both: a thread must stay listed until it has detached.
+void ListThisThread(internal::ThreadWriter& w) {
+  if (t_listed) [[likely]] return;
+  std::call_once(g_exit_key_once, [] { ::pthread_key_create(&g_exit_key, OnThreadExit); });
+  writers::RegisterThisThread();
+  ::pthread_setspecific(g_exit_key, &w);
+  t_listed = true;
 }
 
 ring::Ring* AttachThisThread(Core* core, internal::ThreadWriter& w) {
   if (t_in_attach) return nullptr;  // re-entered from a signal handler
   t_in_attach = true;
-  std::call_once(g_exit_key_once, [] { ::pthread_key_create(&g_exit_key, OnThreadExit); });
   if (t_tid == 0) {
     t_tid = static_cast<std::uint32_t>(::syscall(SYS_gettid));
   }
@@ -67,14 +82,16 @@ ring::Ring* AttachThisThread(Core* core, internal::ThreadWriter& w) {
   // generation): its events are dropped without retrying the attach on every one of them.
   w.ring = r;
   w.generation = core->generation();
-  if (r != nullptr) ::pthread_setspecific(g_exit_key, &w);
   t_in_attach = false;
   return r;
 }
 
 }  // namespace
 
-void ForgetThreadInChild() { t_tid = 0; }
+void ForgetThreadInChild() {
+  t_tid = 0;
+  writers::ForgetInChild();
+}
 
 }  // namespace hush::session
 
@@ -141,6 +158,9 @@ namespace {
 
 char* ReserveRecorded(ThreadWriter& w, std::uint32_t id, std::uint64_t ts, std::size_t payload_size) {
   using session::Core;
+  // Before the session pointer is loaded: a stopped session waits for the events of listed
+  // threads before it frees its memory (writers.h).
+  session::ListThisThread(w);
   Core* core = Core::Active();
   auto* r = static_cast<ring::Ring*>(w.ring);
   const bool attached = core != nullptr && r != nullptr && w.generation == core->generation();

@@ -10,6 +10,8 @@
 //
 //   control_target spin     instead: emit ctl:clock(monotonic ns) in a loop until killed; the
 //                           event carries its own emission time (start-to-first-event benchmark)
+//   control_target paced    instead: emit ctl:tick(seq) every 100 µs until killed, a service that
+//                           is traced on and off (lifecycle_cli_test)
 #include <hushtrace/hushtrace.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,6 +44,15 @@ int main(int argc, char** argv) {
   sleeper.detach();
   if (argc > 1 && std::string(argv[1]) == "spin") {
     for (;;) HUSH_TRACE(ctl, clock, MonotonicNs());
+  }
+  if (argc > 1 && std::string(argv[1]) == "paced") {
+    std::printf("ready\n");
+    std::fflush(stdout);
+    const timespec pause = {0, 100 * 1000};
+    for (std::uint64_t seq = 0;; ++seq) {
+      HUSH_TRACE(ctl, tick, seq);
+      ::nanosleep(&pause, nullptr);
+    }
   }
   std::uint64_t seq = 0;
   std::string line;

@@ -1,0 +1,94 @@
+// See writers.h for the protocol.
+#include "session/writers.h"
+
+#include <sched.h>
+
+#include <mutex>
+#include <new>
+
+#include "base/membarrier.h"
+#include "hushtrace/internal/thread_writer.h"
+
+namespace hush::session::writers {
+namespace {
+
+struct Record {
+  internal::ThreadWriter* writer;
+  Record* next;
+  Record* prev;
+  bool listed;
+};
+
+// initial-exec like tls_writer: the slow path of a signal handler's event may reach it, where a
+// lazily allocated dynamic TLS block is not an option.
+thread_local constinit Record t_record __attribute__((tls_model("initial-exec"))) = {};
+
+std::mutex g_mu;           // guards the list; a leaf lock
+Record* g_head = nullptr;  // listed threads (their thread_local records)
+
+}  // namespace
+
+void RegisterThisThread() {
+  Record& r = t_record;
+  if (r.listed) [[likely]] return;
+  std::lock_guard<std::mutex> lock(g_mu);
+  r.writer = &internal::tls_writer;
+  r.prev = nullptr;
+  r.next = g_head;
+  if (g_head != nullptr) g_head->prev = &r;
+  g_head = &r;
+  r.listed = true;
+}
+
+void UnregisterThisThread() {
+  Record& r = t_record;
+  if (!r.listed) return;
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (r.prev != nullptr) {
+    r.prev->next = r.next;
+  } else {
+    g_head = r.next;
+  }
+  if (r.next != nullptr) r.next->prev = r.prev;
+  r.listed = false;
+}
+
+bool WaitForEventsBefore(std::chrono::nanoseconds budget) {
+  internal::ThreadWriter& self = internal::tls_writer;
+  const std::uint32_t previous = internal::EnterEvent(self);
+  bool done = base::PrivateExpeditedBarrier();  // step 1; also orders our caller's stores
+  if (done) {
+    const auto deadline = std::chrono::steady_clock::now() + budget;
+    std::lock_guard<std::mutex> lock(g_mu);
+    for (Record* r = g_head; r != nullptr && done; r = r->next) {
+      if (r == &t_record) continue;
+      // Acquire: pairs with the release in LeaveEvent (writers.h, "why it is enough").
+      for (int spins = 0; r->writer->nesting.load(std::memory_order_acquire) != 0; ++spins) {
+        if (std::chrono::steady_clock::now() >= deadline) {
+          done = false;
+          break;
+        }
+        if (spins > 64) ::sched_yield();  // the thread may be descheduled inside its event
+      }
+    }
+  }
+  internal::LeaveEvent(self, previous);
+  return done;
+}
+
+void ForgetInChild() {
+  new (&g_mu) std::mutex();
+  Record& self = t_record;
+  g_head = self.listed ? &self : nullptr;
+  self.next = nullptr;
+  self.prev = nullptr;
+}
+
+unsigned ListedThreads() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  unsigned n = 0;
+  for (Record* r = g_head; r != nullptr; r = r->next) ++n;
+  return n;
+}
+
+}  // namespace hush::session::writers
