@@ -30,7 +30,7 @@ SOURCES = $(shell find include src tools tests bench examples -type f \
 configure_build = cmake -S . -B $(1) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(2) $(CMAKE_ARGS) \
                   && cmake --build $(1) -j$(JOBS)
 
-.PHONY: all build setup setup-peers demo test test-normal test-install test-asan test-tsan \
+.PHONY: all build setup setup-peers demo test check test-normal test-install test-asan test-tsan \
         test-fuzz fuzz fuzz-build soak bench clean format format-check tidy
 
 all: build
@@ -49,6 +49,16 @@ demo: build
 	$(HUSH) record -o $(DEMO_DIR) -e 'demo:*' -- $(BUILD)/examples/demo_server
 	$(HUSH) report $(DEMO_DIR)
 	@echo "demo: trace written to $(DEMO_DIR); babeltrace2 $(DEMO_DIR) reads it too"
+
+# The edit-build-test loop: the normal build's fast tests (< 3 min on 2 cores) and the layer
+# check. Tests labelled `slow` (also skipped by the sanitizer builds), `long` (minutes; run by
+# `make test` in every build), `soak` and `install` are left to `make test`.
+CHECK_EXCLUDE ?= slow|long|soak|install
+check: setup
+	$(call configure_build,build)
+	python3 scripts/check_layers.py
+	$(CTEST) build -LE '$(CHECK_EXCLUDE)'
+	@echo "check: passed (make test runs everything, in every build)"
 
 # Stops at the first failing step.
 test: setup

@@ -28,7 +28,7 @@
 #include "hushtrace/session.h"
 #include "patch/patch.h"
 #include "session/core.h"
-#include "session/masked_thread.h"
+#include "base/library_thread.h"
 
 namespace hush::control {
 namespace {
@@ -85,11 +85,30 @@ std::string Start(const Fields& fields) {
   return "ok\noutput " + (*g_session)->output_dir() + "\n";
 }
 
+// The session's statistics as reply fields (status, and stop's final totals).
+void AddStats(const SessionStats& s, Fields* f) {
+  f->insert(f->end(), {
+      {"buffers", std::to_string(s.rings)},
+      {"events-written", std::to_string(s.events_written)},
+      {"events-discarded", std::to_string(s.events_discarded)},
+      {"events-overwritten", std::to_string(s.events_overwritten)},
+      {"events-lost-on-write", std::to_string(s.events_lost_on_write)},
+      {"bytes-written", std::to_string(s.bytes_written)},
+      {"events-filtered-out", std::to_string(s.events_filtered_out)},
+      {"snapshots-triggered", std::to_string(s.snapshots_triggered)},
+      {"triggers-suppressed", std::to_string(s.triggers_suppressed)},
+  });
+}
+
+// Replies "ok", the output directory and the session's final totals (all written by then).
 std::string Stop() {
   std::string output;
-  if (!session::StopActive(&output)) return Error("no active session");  // waits until written
+  SessionStats final_stats;
+  if (!session::StopActive(&output, &final_stats)) return Error("no active session");
   g_session->reset();  // a session `hushtrace start` made: already stopped above
-  return "ok\noutput " + output + "\n";
+  Fields f = {{"output", output}};
+  AddStats(final_stats, &f);
+  return EncodeMessage("ok", f);
 }
 
 std::string Snapshot() {
@@ -107,16 +126,8 @@ std::string Status() {
       {"started-by", *g_session ? "hushtrace" : "program"},
       {"mode", active.mode == Mode::kFlight ? "flight" : "stream"},
       {"output", active.output_dir},
-      {"buffers", std::to_string(s.rings)},
-      {"events-written", std::to_string(s.events_written)},
-      {"events-discarded", std::to_string(s.events_discarded)},
-      {"events-overwritten", std::to_string(s.events_overwritten)},
-      {"events-lost-on-write", std::to_string(s.events_lost_on_write)},
-      {"bytes-written", std::to_string(s.bytes_written)},
-      {"events-filtered-out", std::to_string(s.events_filtered_out)},
-      {"snapshots-triggered", std::to_string(s.snapshots_triggered)},
-      {"triggers-suppressed", std::to_string(s.triggers_suppressed)},
   };
+  AddStats(s, &f);
   for (const std::string& name : active.enabled) f.emplace_back("enabled", name);
   return EncodeMessage("ok", f);
 }
@@ -130,8 +141,8 @@ double NowUs(clockid_t clock) {
 void Serve(int listen_fd) {
   std::vector<char> buf;
   {
-    // Allocations and one-time work: a fork() waits for them (session/fork_gate.h).
-    const session::ForkGateSection working;
+    // Allocations and one-time work: a fork() waits for them (base/fork_gate.h).
+    const base::ForkGateSection working;
     // Most likely a `start` follows: take the slow one-time part of the first patch batch and
     // the clock's first frequency estimate now, while the CLI is still detaching, rather than
     // inside that request.
@@ -174,7 +185,7 @@ void Serve(int listen_fd) {
     }
     {
       // The request is in: handling it allocates (and frees `reply`) inside the section.
-      const session::ForkGateSection working;
+      const base::ForkGateSection working;
       std::string reply;
       if (!allowed) {
         reply = Error("permission denied: process " + std::to_string(::getpid()) +
@@ -259,7 +270,7 @@ int Bootstrap() {
     }
     g_socket_path = new std::string(path);
     std::atexit(UnlinkSocket);
-    session::StartMaskedThread("hush-control", [fd] { Serve(fd); }).detach();
+    base::StartLibraryThread("hush-control", [fd] { Serve(fd); }).detach();
   });
   return g_bootstrap_result;
 }

@@ -62,9 +62,14 @@ std::string UuidToString(const std::uint8_t u[16]) {
   return buf;
 }
 
+// The start of the clock block, up to its UUID: written by BuildMetadata, found by
+// ClockUuidOfMetadata.
+constexpr char kClockBlockPrefix[] = "clock {\n\tname = \"hush_clock\";\n\tuuid = \"";
+constexpr char kMetadataSignature[] = "/* CTF 1.8 */";
+
 std::string BuildMetadata(const TraceInfo& info, const std::vector<const registry::Event*>& events) {
   const std::string uuid = UuidToString(info.uuid);
-  std::string m = "/* CTF 1.8 */\n\n";
+  std::string m = std::string(kMetadataSignature) + "\n\n";
   for (int bits : {8, 16, 32, 64}) {
     const std::string b = std::to_string(bits);
     m += "typealias integer { size = " + b + "; align = 8; signed = false; } := uint" + b + "_t;\n";
@@ -83,7 +88,7 @@ std::string BuildMetadata(const TraceInfo& info, const std::vector<const registr
   m += "\thushtrace_clock_freq_source = " + Quote(info.clock.freq_source) + ";\n};\n\n";
   bool own_clock = true;
   for (std::uint8_t b : info.clock_uuid) own_clock = own_clock && b == 0;
-  m += "clock {\n\tname = \"hush_clock\";\n\tuuid = \"" +
+  m += std::string(kClockBlockPrefix) +
        (own_clock ? uuid : UuidToString(info.clock_uuid)) + "\";\n";
   m += "\tdescription = " +
        Quote(info.clock.use_tsc ? "TSC, calibrated to CLOCK_REALTIME" : "CLOCK_MONOTONIC") + ";\n";
@@ -115,6 +120,37 @@ std::string BuildMetadata(const TraceInfo& info, const std::vector<const registr
     m += "\t};\n};\n\n";
   }
   return m;
+}
+
+std::string ClockUuidOfMetadata(const std::string& text) {
+  if (text.rfind(kMetadataSignature, 0) != 0) return "";
+  const std::size_t at = text.find(kClockBlockPrefix);
+  const std::size_t from = at + sizeof kClockBlockPrefix - 1;
+  if (at == std::string::npos || from + 36 > text.size()) return "";
+  std::uint8_t check[16];
+  const std::string uuid = text.substr(from, 36);
+  return UuidFromString(uuid, check) ? uuid : "";
+}
+
+bool UuidFromString(const std::string& text, std::uint8_t out[16]) {
+  if (text.size() != 36) return false;
+  const auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f') return (c | 0x20) - 'a' + 10;
+    return -1;
+  };
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < text.size();) {
+    if (i == 8 || i == 13 || i == 18 || i == 23) {
+      if (text[i++] != '-') return false;
+      continue;
+    }
+    const int hi = hex(text[i]), lo = hex(text[i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    out[k++] = static_cast<std::uint8_t>(hi << 4 | lo);
+    i += 2;
+  }
+  return k == 16;
 }
 
 }  // namespace hush::format

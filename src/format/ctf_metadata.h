@@ -26,6 +26,14 @@ struct TraceInfo {
 std::string UuidToString(const std::uint8_t uuid[16]);
 std::string BuildMetadata(const TraceInfo& info, const std::vector<const registry::Event*>& events);
 
+// The clock UUID of metadata BuildMetadata() wrote ("" if `text` is not such metadata): what an
+// exec'd program of a followed trace inherits (docs/format.md, "Processes"). Reads only what the
+// writer above writes, in the same file, so the two cannot drift; the tools read any CTF metadata
+// with the reader library instead.
+std::string ClockUuidOfMetadata(const std::string& text);
+// Parses a 36-character UUID string; false if it is not one.
+bool UuidFromString(const std::string& text, std::uint8_t out[16]);
+
 }  // namespace hush::format
 
 #endif  // HUSHTRACE_SRC_FORMAT_CTF_METADATA_H_

@@ -136,6 +136,11 @@ int OnModuleReread(dl_phdr_info* info, std::size_t, void* arg) {
 
 }  // namespace
 
+Registry& Global() {
+  static Registry* registry = new Registry();  // never destroyed: see registry.h
+  return *registry;
+}
+
 bool GlobMatches(const std::string& pattern, const std::string& name) {
   return ::fnmatch(pattern.c_str(), name.c_str(), 0) == 0;
 }

@@ -66,6 +66,11 @@ struct Event {
   }
 };
 
+class Registry;
+// The registry of the process, shared by all sessions (descriptors outlive sessions) and by the
+// probe API. Never destroyed: descriptors of modules may be read at exit.
+Registry& Global();
+
 class Registry {
  public:
   // Finds descriptors (and static-key sites) of modules not seen before; those of an event that is

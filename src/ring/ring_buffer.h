@@ -1,8 +1,8 @@
 // Ring buffer of CTF packets for one thread at a time (layout: ring_layout.h).
 //
 // Producer-side calls (OpenPacket, ClosePacket, CountDiscarded) run on the owning thread only,
-// from the out-of-line slow path. Consumer-side calls (WriteClosedPackets, WriteOpenPacket,
-// WriteFlightContents) run on the session's consumer thread or on the thread stopping the session.
+// from the out-of-line slow path (ring/reserve.h). Consumer-side calls (WriteNew, Prefault) run on
+// one thread at a time: the session's consumer or snapshot thread, or the thread stopping it.
 // The only shared words are `produced`, `consumed` and `commit` (ring_layout.h); the statistics are
 // relaxed atomics whose readers tolerate a slightly stale value.
 #ifndef HUSHTRACE_SRC_RING_RING_BUFFER_H_

@@ -13,8 +13,9 @@
 
 #include "clock/clock.h"
 #include "sched/sched_events.h"
-#include "session/core.h"
-#include "session/masked_thread.h"
+#include "base/proc_file.h"
+#include "ring/reserve.h"
+#include "base/library_thread.h"
 
 namespace hush::sched {
 namespace {
@@ -42,7 +43,7 @@ std::vector<int> ThreadsOfThisProcess() {
   return tids;
 }
 
-std::string ThreadComm(int tid) { return session::ReadProcLine("/proc/self/task/" + std::to_string(tid) + "/comm"); }
+std::string ThreadComm(int tid) { return base::ReadProcLine("/proc/self/task/" + std::to_string(tid) + "/comm"); }
 
 }  // namespace
 
@@ -50,14 +51,15 @@ void SchedRecorder::SetOpenFnForTest(PerfOpenFn fn) { g_open_fn.store(fn != null
 void SchedRecorder::SetRingPagesForTest(std::size_t pages) { g_test_pages.store(pages); }
 void SchedRecorder::PauseDrainForTest(bool paused) { g_test_paused.store(paused); }
 
-SchedRecorder::SchedRecorder(session::Core* core)
-    : core_(core),
-      use_tsc_(core->use_tsc()),
-      ticks_per_ns_(static_cast<long double>(core->calibration().freq_hz) / 1e9L),
-      clock_(core->use_tsc(), ticks_per_ns_) {}
+SchedRecorder::SchedRecorder(ring::Owner* owner, std::uint64_t ticks_per_second)
+    : owner_(owner),
+      use_tsc_(owner->use_tsc()),
+      ticks_per_ns_(static_cast<long double>(ticks_per_second) / 1e9L),
+      clock_(owner->use_tsc(), ticks_per_ns_) {}
 
-std::unique_ptr<SchedRecorder> SchedRecorder::Start(session::Core* core, std::string* error) {
-  std::unique_ptr<SchedRecorder> s(new SchedRecorder(core));
+std::unique_ptr<SchedRecorder> SchedRecorder::Start(ring::Owner* owner, std::uint64_t ticks_per_second,
+                                                    std::string* error) {
+  std::unique_ptr<SchedRecorder> s(new SchedRecorder(owner, ticks_per_second));
   s->pid_ = static_cast<std::uint32_t>(::getpid());
   const std::vector<int> tids = ThreadsOfThisProcess();
   s->SamplePair();  // before any record can exist
@@ -75,7 +77,7 @@ std::unique_ptr<SchedRecorder> SchedRecorder::Start(session::Core* core, std::st
   if (!opened) {
     *error = message;
     if (err == EACCES || err == EPERM) {
-      std::string level = session::ReadProcLine("/proc/sys/kernel/perf_event_paranoid");
+      std::string level = base::ReadProcLine("/proc/sys/kernel/perf_event_paranoid");
       *error += " (kernel.perf_event_paranoid is " + (level.empty() ? "unreadable" : level) +
                 "; 3 or more, or a seccomp filter, refuses it)";
     } else if (err == ENOSYS) {
@@ -117,7 +119,7 @@ std::unique_ptr<SchedRecorder> SchedRecorder::Start(session::Core* core, std::st
   }
   s->initial_tids_ = known;
   SchedRecorder* self = s.get();
-  s->thread_ = session::StartMaskedThread("hush-sched", [self] { self->Loop(); });
+  s->thread_ = base::StartLibraryThread("hush-sched", [self] { self->Loop(); });
   return s;
 }
 
@@ -137,10 +139,10 @@ void SchedRecorder::Stop() {
   }
   for (std::size_t i = 0; i < stream_count_; ++i) {
     CpuStream& s = streams_[i];
-    if (s.ring != nullptr) core_->Detach(s.w);
+    if (s.ring != nullptr) owner_->Detach(s.w);
     s.ring = nullptr;
   }
-  perf_.Close();  // the session's Core outlives it (core.h): free the kernel's buffers now
+  perf_.Close();  // the kernel's buffers go now, not when the session is freed
 }
 
 void SchedRecorder::ReleaseInChild() {
@@ -150,7 +152,7 @@ void SchedRecorder::ReleaseInChild() {
   stopped_ = true;
   stream_count_ = 0;
   // thread_ stays as it is: it names the parent's thread, and this object is never destroyed in
-  // the child (the parent's Core is kept forever: core.h).
+  // the child (a fork child never frees its parent's session: session_api.cc).
 }
 
 void SchedRecorder::SamplePair() {
@@ -164,12 +166,12 @@ void SchedRecorder::Loop() {
   reader_tid_.store(static_cast<std::uint32_t>(::syscall(SYS_gettid)), std::memory_order_relaxed);
   std::vector<pollfd> fds;
   {
-    const session::ForkGateSection working;  // session/fork_gate.h: allocations
+    const base::ForkGateSection working;  // base/fork_gate.h: allocations
     fds.push_back({wake_fd_, POLLIN, 0});
     for (int fd : perf_.fds()) fds.push_back({fd, POLLIN, 0});
     // Here, not in Start(): Start() runs under the session mutex, which attaching a ring takes.
     // Every CPU's stream gets its ring now, so its first packet begins at the session's start.
-    if (core_->forked_child()) {
+    if (owner_->forked_child()) {
       names_pending_ = true;
     } else {
       for (std::size_t i = 0; i < stream_count_; ++i) {
@@ -187,7 +189,7 @@ void SchedRecorder::Loop() {
       continue;
     }
     {
-      const session::ForkGateSection working;
+      const base::ForkGateSection working;
       DrainAll();
     }
     if (stopping) return;
@@ -206,10 +208,10 @@ void SchedRecorder::DrainAll() {
 
 bool SchedRecorder::Attach(CpuStream& s, std::uint64_t* ts) {
   if (s.ring == nullptr) {
-    s.ring = core_->AttachLocked(s.w, /*fresh=*/true);
+    s.ring = owner_->Attach(s.w, /*fresh=*/true);
     if (s.ring == nullptr) return false;
     s.w.ring = s.ring;
-    s.w.generation = core_->generation();
+    s.w.generation = owner_->generation();
     s.w.last_ts = s.ring->LastEndTimestamp();
   }
   // Per-CPU perf rings are in time order; the clamp only absorbs conversion jitter so that the
@@ -224,7 +226,9 @@ void SchedRecorder::WriteFields(CpuStream& s, std::uint32_t id, std::uint64_t ts
   const std::size_t payload = (std::size_t{0} + ... + internal::FieldTraits<Fields>::Size(args));
   const std::uint32_t previous = internal::EnterEvent(s.w);
   const std::uint32_t vtid = reader_tid_.load(std::memory_order_relaxed);
-  if (char* p = session::ReserveInRing(core_, s.ring, s.w, id, ts, payload, vtid, s.name, false)) {
+  std::uint64_t previous_last_ts = 0;  // no filter here: nothing is ever withdrawn
+  if (char* p = ring::Reserve(*owner_, *s.ring, s.w, id, ts, payload, vtid, s.name, false,
+                              &previous_last_ts)) {
     ((p = internal::FieldTraits<Fields>::Write(p, args)), ...);
     internal::CommitEvent(s.w, p, s.w.last_ts);
   }

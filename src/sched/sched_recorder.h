@@ -4,8 +4,9 @@
 // Threads: one library thread, `hush-sched`, started by Start() with every asynchronous signal
 // blocked, owns the perf rings and the per-CPU writers. It wakes when a perf ring is a quarter
 // full or every 50 ms, converts timestamps (clock_map.h) and writes the events through the
-// session's ring machinery (session::ReserveInRing) with writers that only it uses. Stop() (from
-// Core::Stop, before the session's final write) wakes it for a last drain and joins it.
+// session's rings (ring::Reserve; the session is reached only through ring::Owner) with writers
+// that only it uses. Stop() (from Core::Stop, before the session's final write) wakes it for a
+// last drain and joins it.
 #ifndef HUSHTRACE_SRC_SCHED_SCHED_RECORDER_H_
 #define HUSHTRACE_SRC_SCHED_SCHED_RECORDER_H_
 
@@ -21,10 +22,8 @@
 #include "sched/clock_map.h"
 #include "sched/perf_ring.h"
 
-namespace hush::session {
-class Core;
-}
 namespace hush::ring {
+class Owner;
 class Ring;
 }
 
@@ -34,7 +33,9 @@ class SchedRecorder {
  public:
   // Opens the perf events and starts the reader thread. Returns nullptr when the kernel refuses
   // (the caller warns with `*error` and records the rest of the trace).
-  static std::unique_ptr<SchedRecorder> Start(session::Core* core, std::string* error);
+  // `ticks_per_second`: the session's clock frequency now (the session refines its own copy later).
+  static std::unique_ptr<SchedRecorder> Start(ring::Owner* owner, std::uint64_t ticks_per_second,
+                                              std::string* error);
   ~SchedRecorder();
   // Final drain, then releases the session's rings. Idempotent.
   void Stop();
@@ -64,7 +65,7 @@ class SchedRecorder {
   static constexpr std::size_t kMaxTracked = 1 << 16;
   // Drops the second copy of a duplicated record (CpuStream::last_kind).
   static bool IsDuplicate(CpuStream& s, const PerfRecord& r);
-  explicit SchedRecorder(session::Core* core);
+  SchedRecorder(ring::Owner* owner, std::uint64_t ticks_per_second);
   void Loop();
   void DrainAll();
   void OnRecord(std::size_t stream, const PerfRecord& r);
@@ -76,7 +77,7 @@ class SchedRecorder {
   void WriteFields(CpuStream& s, std::uint32_t id, std::uint64_t ts, const Args&... args);
   void EmitInitialNames(const std::vector<int>& tids);
 
-  session::Core* core_;
+  ring::Owner* owner_;
   bool use_tsc_;
   // The session's TSC frequency as of Start() (under the session mutex). Read only here: the
   // consumer thread refines the session's calibration while this thread runs.

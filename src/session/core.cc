@@ -1,10 +1,11 @@
 // Session start/stop, the consumer thread and trace-directory management.
 #include "session/core.h"
 #include "session/crash_handler.h"
-#include "session/fork_gate.h"
-#include "session/masked_thread.h"
+#include "base/fork_gate.h"
+#include "base/library_thread.h"
 #include "session/writers.h"
 #include "base/errno_message.h"
+#include "base/proc_file.h"
 #include "sched/sched_events.h"
 #include "sched/sched_recorder.h"
 
@@ -29,50 +30,24 @@ namespace hush::session {
 std::atomic<Core*> Core::active_{nullptr};
 std::atomic<std::uint64_t> Core::next_generation_{1};
 
-std::string ReadProcLine(const std::string& path) {
-  char buf[64] = {};
-  const base::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) return "";
-  const ssize_t n = ::read(fd.get(), buf, sizeof buf - 1);
-  std::string s(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
-  while (!s.empty() && s.back() == '\n') s.pop_back();
-  return s;
-}
-
 namespace {
 std::uint8_t g_inherited_clock_uuid[16] = {};  // all zero: none
-// A fork child's session, kept reachable after it stops (as session_api.cc keeps all cores).
+// A fork child's session (OnForkChild): stopped at exit, never freed, kept reachable for leak checkers.
 [[gnu::used]] Core* g_fork_child_core = nullptr;
 }  // namespace
 
 std::string ClockUuidOfTrace(const std::string& dir) {
-  const base::UniqueFd fd(::open((dir + "/metadata").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  const base::UniqueFd fd(::open((dir + "/metadata").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
   if (!fd) return "";
   std::string text(8192, '\0');
   const ssize_t n = ::read(fd.get(), text.data(), text.size());
   text.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
-  if (text.rfind("/* CTF 1.8 */", 0) != 0) return "";
-  const std::string key = "clock {\n\tname = \"hush_clock\";\n\tuuid = \"";
-  const std::size_t at = text.find(key);
-  if (at == std::string::npos || at + key.size() + 36 > text.size()) return "";
-  return text.substr(at + key.size(), 36);
+  return format::ClockUuidOfMetadata(text);
 }
 
 void InheritClockUuid(const std::string& uuid) {
   std::uint8_t out[16];
-  std::size_t k = 0;
-  for (std::size_t i = 0; i + 1 < uuid.size() && k < 16; ++i) {
-    if (uuid[i] == '-') continue;
-    const auto hex = [](char c) { return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10; };
-    out[k++] = static_cast<std::uint8_t>(hex(uuid[i]) << 4 | hex(uuid[i + 1]));
-    ++i;
-  }
-  if (k == 16) std::memcpy(g_inherited_clock_uuid, out, 16);
-}
-
-registry::Registry& GlobalRegistry() {
-  static registry::Registry* registry = new registry::Registry();  // never destroyed: see core.h
-  return *registry;
+  if (format::UuidFromString(uuid, out)) std::memcpy(g_inherited_clock_uuid, out, 16);
 }
 
 namespace {
@@ -214,7 +189,7 @@ void Core::ForgetInChild() {
   // does not affect the parent. Only this thread exists in the child. Its static-key sites go
   // back to NOPs (src/patch); if another thread of the parent was in the middle of a patch batch,
   // they keep their jumps, which find every state 0.
-  GlobalRegistry().DisableAllInChild();
+  registry::Global().DisableAllInChild();
   crash::Disarm();  // a crash of the child is not the parent's trace's
   // This thread's writer points into a MAP_SHARED ring of the parent: detach it.
   internal::ThreadWriter& w = internal::tls_writer;
@@ -340,7 +315,7 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
   info_.uuid[8] = static_cast<std::uint8_t>((info_.uuid[8] & 0x3f) | 0x80);
   std::memcpy(info_.clock_uuid, g_inherited_clock_uuid, sizeof info_.clock_uuid);
   info_.pid = static_cast<std::uint32_t>(::getpid());
-  info_.procname = ReadProcLine("/proc/self/comm");
+  info_.procname = base::ReadProcLine("/proc/self/comm");
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   info_.hostname = host;
@@ -349,7 +324,7 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
   info_.clock = calibration_;
   generation_ = next_generation_.fetch_add(1, std::memory_order_relaxed);
 
-  registry::Registry& registry = GlobalRegistry();
+  registry::Registry& registry = registry::Global();
   registry.Scan();
   registry.ResetIds();
   // A filter that binds to none of the events it would enable is refused before the session is
@@ -403,7 +378,7 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
     return false;
   }
   crash::Arm(ring_dirfd_.get());  // a fatal signal marks .ring (crash_handler.h)
-  InstallForkGate([] { Core::OnForkChild(); });  // the gate is reset before OnForkChild runs
+  base::InstallForkGate([] { Core::OnForkChild(); });  // the gate is reset before OnForkChild runs
   if (options_.mode == Mode::kFlight) {
     static std::once_flag signal_once;
     std::call_once(signal_once, [] {
@@ -414,7 +389,7 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
       sigemptyset(&sa.sa_mask);
       ::sigaction(SIGUSR2, &sa, nullptr);
     });
-    consumer_ = StartMaskedThread("hush-snapshot", [this] { SignalLoop(); });
+    consumer_ = base::StartLibraryThread("hush-snapshot", [this] { SignalLoop(); });
   }
   if (options_.sched) StartSched();
   return true;
@@ -439,7 +414,7 @@ void Core::Abandon() {
 
 void Core::StartSched() {
   std::string why;
-  sched_ = sched::SchedRecorder::Start(this, &why);  // takes mu_ only from its own thread
+  sched_ = sched::SchedRecorder::Start(this, calibration_.freq_hz, &why);  // takes mu_ only from its own thread
   if (!sched_) {
     std::fprintf(stderr, "hushtrace: --sched: no scheduler events in this trace: %s; the rest is recorded\n",
                  why.c_str());
@@ -450,10 +425,10 @@ bool Core::WriteMetadata(std::string* error) {
   const FileSizeSignalGuard no_sigxfsz;
   info_.clock = calibration_;
   return WriteFileAt(dirfd_.get(), "metadata",
-                     format::BuildMetadata(info_, GlobalRegistry().EventsWithIds()), error);
+                     format::BuildMetadata(info_, registry::Global().EventsWithIds()), error);
 }
 
-ring::Ring* Core::Attach(internal::ThreadWriter& w, bool fresh) {
+ring::Ring* Core::AttachUnlocked(internal::ThreadWriter& w, bool fresh) {
   // Reuse a free ring (its previous thread exited) before creating one.
   for (std::uint32_t i = 0, n = fresh ? 0 : ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
     RingSlot& slot = slots_[i];
@@ -521,10 +496,10 @@ ring::Ring* Core::Attach(internal::ThreadWriter& w, bool fresh) {
   return slot.ring.get();
 }
 
-ring::Ring* Core::AttachLocked(internal::ThreadWriter& w, bool fresh) {
+ring::Ring* Core::Attach(internal::ThreadWriter& w, bool fresh) {
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_) return nullptr;
-  return Attach(w, fresh);
+  return AttachUnlocked(w, fresh);
 }
 
 void Core::Detach(internal::ThreadWriter& w) {
@@ -543,11 +518,18 @@ void Core::Detach(internal::ThreadWriter& w) {
 
 void Core::WakeConsumer() { wake_cv_.notify_one(); }
 
+void Core::EventTooLarge() {
+  WarnOnce(warned_oversize_,
+           "an event larger than a sub-buffer was discarded (counted); raise the buffer size");
+}
+
+// Stream mode: the consumer starts with the session (session_api.cc); this is the fallback for a
+// session whose start could not make it then (a fork child's).
 void Core::EnsureConsumer() {
   if (options_.mode != Mode::kStream || consumer_started_.load(std::memory_order_relaxed)) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_ || consumer_started_.load(std::memory_order_relaxed)) return;
-  consumer_ = StartMaskedThread("hush-consumer", [this] { ConsumerLoop(); });
+  consumer_ = base::StartLibraryThread("hush-consumer", [this] { ConsumerLoop(); });
   consumer_started_.store(true, std::memory_order_relaxed);
 }
 
@@ -572,7 +554,7 @@ void Core::PrefaultBusyRings() {
   // ~1.7 µs each, off the traced thread (docs/benchmarks.md, "Function tracing"). Rings of quiet
   // threads stay lazily mapped: populating every ring would make each thread's whole buffer
   // resident.
-  const ForkGateSection working;  // fork_gate.h
+  const base::ForkGateSection working;  // base/fork_gate.h
   std::lock_guard<std::mutex> lock(write_mu_);
   for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_acquire); i < n; ++i) {
     ring::Ring& r = *slots_[i].ring;
@@ -591,7 +573,7 @@ void Core::ConsumerLoop() {
     wake_cv_.wait_for(lock, std::chrono::milliseconds(50));
     lock.unlock();
     {
-      const ForkGateSection working;  // fork_gate.h
+      const base::ForkGateSection working;  // base/fork_gate.h
       WriteAll(false);
       if (std::chrono::steady_clock::now() >= next_refine) {
         // Keep the metadata's clock calibration recent for a trace whose writer might crash.
@@ -642,7 +624,7 @@ void Core::SignalLoop() {
       std::lock_guard<std::mutex> lock(wake_mu_);
       if (stopping_) return;
     }
-    const ForkGateSection working;  // fork_gate.h
+    const base::ForkGateSection working;  // base/fork_gate.h
     if (internal::ThreadWriter* w = trigger_writer_.exchange(nullptr, std::memory_order_acquire)) {
       // The trigger event is still being written: wait (bounded, as in Stop()) until its thread
       // leaves it, so that the snapshot ends with it. mu_ keeps the thread from detaching (and
@@ -676,7 +658,7 @@ bool Core::Snapshot(std::string* error) {
 
 void Core::Unpublish(std::unique_lock<std::mutex>& lock) {
   stopped_ = true;
-  GlobalRegistry().DisableAll();
+  registry::Global().DisableAll();
   // Force every attached thread off the fast path; its next event re-attaches (or is dropped).
   // Under mu_: a thread that exits meanwhile blocks in Detach() until we are done, so every
   // writer in slots_ is alive here; after the unlock below slots_[i].writer is never
@@ -753,7 +735,7 @@ std::vector<std::string> Core::EnabledEventNames() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::string> names;
   if (stopped_) return names;
-  for (const auto* e : GlobalRegistry().EventsWithIds()) {
+  for (const auto* e : registry::Global().EventsWithIds()) {
     if (e->enabled) names.push_back(e->meta.FullName());
   }
   return names;
@@ -772,7 +754,7 @@ SessionStats Core::Stats() const {
     s.bytes_written += h.bytes_written.load(std::memory_order_relaxed);
     s.events_lost_on_write += r.write_lost_events();
   }
-  for (const auto* e : GlobalRegistry().EventsWithIds()) s.enabled_events += e->enabled ? 1 : 0;
+  for (const auto* e : registry::Global().EventsWithIds()) s.enabled_events += e->enabled ? 1 : 0;
   s.snapshots_triggered = triggers_fired_.load(std::memory_order_relaxed);
   s.triggers_suppressed = triggers_suppressed_.load(std::memory_order_relaxed);
   s.events_filtered_out = filtered_out_.load(std::memory_order_relaxed);

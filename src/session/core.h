@@ -34,6 +34,7 @@
 #include "hushtrace/internal/thread_writer.h"
 #include "hushtrace/session.h"
 #include "registry/registry.h"
+#include "ring/reserve.h"
 #include "ring/ring_buffer.h"
 #include "sched/sched_recorder.h"
 
@@ -47,7 +48,7 @@ struct RingSlot {
   internal::ThreadWriter* writer = nullptr;  // guarded by mu_; nullptr when free
 };
 
-class Core {
+class Core final : public ring::Owner {
  public:
   static Core* Active() { return active_.load(std::memory_order_acquire); }
   // In a forked child: the parent's session and rings are not ours. Turns tracing off in the
@@ -77,25 +78,22 @@ class Core {
   // "provider:name" of the enabled events (takes mu_).
   std::vector<std::string> EnabledEventNames() const;
 
-  // Slow path helpers (emitting thread).
-  // Gives `w` a ring (takes mu_). `fresh`: a new ring, never one an exited thread left (for
-  // writers whose events may be older than that thread's last packet: src/sched).
-  ring::Ring* AttachLocked(internal::ThreadWriter& w, bool fresh = false);
-  void Detach(internal::ThreadWriter& w);  // takes mu_
-  void WakeConsumer();
+  // ring::Owner (ring/reserve.h), for the slow path of the emitting threads and src/sched.
+  ring::Ring* Attach(internal::ThreadWriter& w, bool fresh) override;  // takes mu_
+  void Detach(internal::ThreadWriter& w) override;                     // takes mu_
+  std::uint64_t generation() const override { return generation_; }
+  bool forked_child() const override { return forked_child_; }
+  bool use_tsc() const override { return calibration_.use_tsc; }
+  void EnsureConsumer() override;
+  void WakeConsumer() override;
+  void EventTooLarge() override;
   // A snapshot trigger event is being emitted by `w` (ReserveSlow, flight mode): wakes the
   // snapshot thread unless the last trigger is more recent than the interval.
   void Trigger(internal::ThreadWriter& w);
   // The field filter's verdict on the payload of event `id` (kFilterIdBit cleared). Reads
   // filters_, published before the event's state word (release; the caller's acquire fence).
   bool FilterAccepts(std::uint32_t id, const char* payload, std::size_t size);
-  // Stream mode: starts the consumer thread on the first closed packet, so a short program whose
-  // events fit in one packet per thread never pays for a thread (its events are written at exit).
-  void EnsureConsumer();
-  bool use_tsc() const { return calibration_.use_tsc; }
-  bool forked_child() const { return forked_child_; }
   std::uint64_t clock_hz() const { return calibration_.freq_hz; }
-  std::uint64_t generation() const { return generation_; }
   void WarnOnce(std::atomic<bool>& flag, const char* message);
   // Refined by the consumer thread under mu_ once a session runs: other threads read it under
   // mu_ or copy what they need at start (as SchedRecorder does).
@@ -113,7 +111,7 @@ class Core {
   void SignalLoop();
   void StartSched();  // --sched; a refusal is reported once and the rest recorded
   bool WriteMetadata(std::string* error);
-  ring::Ring* Attach(internal::ThreadWriter& w, bool fresh = false);  // mu_ held
+  ring::Ring* AttachUnlocked(internal::ThreadWriter& w, bool fresh);  // mu_ held
   void WriteAll(bool include_open);
   // Stop()'s first half, also a failed Start()'s after publishing: disables the events, sends the
   // attached threads to the slow path, unpublishes the session and waits (bounded) for the
@@ -178,17 +176,6 @@ void InheritClockUuid(const std::string& uuid);
 // In a fork child: forgets the calling thread's cached tid (thread_attach.cc).
 void ForgetThreadInChild();
 
-// Writes an event header into `r` for the writer `w` (which `r` is attached to), opening a new
-// packet (stamped with `tid` and `name`) when the open one is full. Returns where the payload
-// goes, or nullptr when the event is dropped (and counted). `own_thread`: `w` is the calling
-// thread's writer and `name` is refreshed from the thread's name once per packet.
-char* ReserveInRing(Core* core, ring::Ring* r, internal::ThreadWriter& w, std::uint32_t id,
-                    std::uint64_t ts, std::size_t payload_size, std::uint32_t tid, char* name,
-                    bool own_thread);
-
-// The first line (at most 63 bytes) of a small /proc file, without its newline; "" if unreadable.
-std::string ReadProcLine(const std::string& path);
-
 // The active session, whoever started it (the program, its environment, `hushtrace start`), for
 // the live-control server. Each takes the session API's mutex (session_api.cc).
 struct ActiveView {
@@ -198,15 +185,13 @@ struct ActiveView {
   std::vector<std::string> enabled;
 };
 bool DescribeActive(ActiveView* out);                              // false: no active session
-bool StopActive(std::string* output_dir);                          // false: no active session
+// Stops the active session; `*final_stats`: its totals once everything was written.
+bool StopActive(std::string* output_dir, SessionStats* final_stats);  // false: no active session
 bool SnapshotActive(std::string* output_dir, std::string* error);  // false: see *error
 // Stopped sessions whose memory waits for a grace period (tests; core.h "Lifetime").
 std::size_t RetiredSessions();
 // fork child: forgets the Cores the session API owns (their threads are not in the child).
 void ForgetOwnedCoresInChild();
-
-// Registry shared by all sessions of the process (descriptors outlive sessions).
-registry::Registry& GlobalRegistry();
 
 }  // namespace hush::session
 

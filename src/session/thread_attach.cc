@@ -15,25 +15,19 @@
 
 #include "registry/probes.h"
 #include "session/core.h"
-#include "session/masked_thread.h"
+#include "base/library_thread.h"
 #include "session/writers.h"
 
-namespace hush::internal {
-
-thread_local constinit ThreadWriter tls_writer __attribute__((tls_model("initial-exec"))) = {};
-
-}  // namespace hush::internal
 
 namespace hush::session {
 
-thread_local bool t_library_thread = false;  // masked_thread.h
+
 
 namespace {
 
 thread_local std::uint32_t t_tid = 0;
 thread_local char t_name[16] = {};
 thread_local bool t_in_attach = false;
-thread_local bool t_listed = false;  // ListThisThread
 thread_local std::uint64_t t_prev_last_ts = 0;  // w.last_ts before the event being reserved
 
 pthread_key_t g_exit_key;
@@ -53,21 +47,19 @@ void OnThreadExit(void*) {
   }
   w.end.store(nullptr, std::memory_order_relaxed);
   w.ring = nullptr;
-  internal::LeaveEvent(w, previous);
-  // The thread's last event is over: a stopped session's grace period stops waiting for it
-  // (writers.h). A later destructor's event lists it again and re-arms this hook.
+  // The thread is done with every session: grace periods stop waiting for it (writers.h). Still
+  // inside our guard, so a signal handler's event here is nested and never lists or attaches. A
+  // later destructor's event lists the thread again and re-arms this hook.
   writers::UnregisterThisThread();
-  t_listed = false;
+  internal::LeaveEvent(w, previous);
 }
 
 // Lists the thread for grace periods (writers.h) and arms OnThreadExit, which unlists it after
 // its last event. One hook for both: a thread must stay listed until it has detached.
 void ListThisThread(internal::ThreadWriter& w) {
-  if (t_listed) [[likely]] return;
+  if (writers::ThisThreadListed()) [[likely]] return;
   std::call_once(g_exit_key_once, [] { ::pthread_key_create(&g_exit_key, OnThreadExit); });
-  writers::RegisterThisThread();
-  ::pthread_setspecific(g_exit_key, &w);
-  t_listed = true;
+  if (writers::RegisterThisThread()) ::pthread_setspecific(g_exit_key, &w);
 }
 
 ring::Ring* AttachThisThread(Core* core, internal::ThreadWriter& w) {
@@ -77,7 +69,7 @@ ring::Ring* AttachThisThread(Core* core, internal::ThreadWriter& w) {
     t_tid = static_cast<std::uint32_t>(::syscall(SYS_gettid));
   }
   ::prctl(PR_GET_NAME, t_name, 0, 0, 0);
-  ring::Ring* r = core->AttachLocked(w);
+  ring::Ring* r = core->Attach(w, /*fresh=*/false);
   // On failure the thread stays unattached for this session (ring == nullptr with the session's
   // generation): its events are dropped without retrying the attach on every one of them.
   w.ring = r;
@@ -96,61 +88,6 @@ void ForgetThreadInChild() {
 }  // namespace hush::session
 
 
-namespace hush::session {
-
-char* ReserveInRing(Core* core, ring::Ring* r, internal::ThreadWriter& w, std::uint32_t id,
-                    std::uint64_t ts, std::size_t payload_size, std::uint32_t tid, char* name,
-                    bool own_thread) {
-  using internal::kCompactHeaderSize;
-  using internal::kCompactTimestampRange;
-  using internal::kExtendedId;
-  const std::size_t max_payload = r->MaxEventSize() - 13;
-  if (payload_size > max_payload) {
-    r->CountDiscarded(1);
-    core->WarnOnce(core->warned_oversize_,
-                   "an event larger than a sub-buffer was discarded (counted); raise the buffer size");
-    return nullptr;
-  }
-  bool compact = id < kExtendedId && ts >= w.last_ts && ts - w.last_ts < kCompactTimestampRange;
-  std::size_t header = compact ? kCompactHeaderSize : 13;
-  if (r->Room(w) < header + payload_size) {
-    if (r->HasOpenPacket()) core->EnsureConsumer();
-    r->ClosePacket(w, ts);
-    // Once per packet: picks up a name the thread set after its first event.
-    if (own_thread) ::prctl(PR_GET_NAME, name, 0, 0, 0);
-    if (!r->OpenPacket(w, ts, tid, name)) {
-      r->CountDiscarded(1);
-      core->EnsureConsumer();
-      core->WakeConsumer();
-      return nullptr;
-    }
-    const ring::RingHeader& h = r->header();
-    const std::uint64_t backlog = h.produced.load(std::memory_order_relaxed) -
-                                  h.consumed.load(std::memory_order_relaxed);
-    // Half the ring waits, or its first packet just closed (the consumer then maps the rest of
-    // the ring ahead of this thread: Core::PrefaultBusyRings).
-    if (backlog * 2 >= r->subbuf_count() || h.produced.load(std::memory_order_relaxed) == 1) {
-      core->WakeConsumer();
-    }
-    compact = id < kExtendedId;  // the packet begins at ts
-    header = compact ? kCompactHeaderSize : 13;
-  }
-  if (!core->use_tsc()) w.end.store(nullptr, std::memory_order_relaxed);  // stay on this path
-  char* p = w.pos;
-  if (compact) {
-    const std::uint32_t word = static_cast<std::uint32_t>(ts << 8) | id;
-    std::memcpy(p, &word, 4);
-  } else {
-    p[0] = static_cast<char>(kExtendedId);
-    std::memcpy(p + 1, &id, 4);
-    std::memcpy(p + 5, &ts, 8);
-  }
-  t_prev_last_ts = w.last_ts;  // restored by CommitSlow if the filter rejects the event
-  w.last_ts = ts;
-  return p + header;
-}
-
-}  // namespace hush::session
 
 namespace hush::internal {
 
@@ -158,13 +95,21 @@ namespace {
 
 char* ReserveRecorded(ThreadWriter& w, std::uint32_t id, std::uint64_t ts, std::size_t payload_size) {
   using session::Core;
-  // Before the session pointer is loaded: a stopped session waits for the events of listed
-  // threads before it frees its memory (writers.h).
-  session::ListThisThread(w);
+  const bool nested = w.nesting.load(std::memory_order_relaxed) != 1;
+  if (!nested) {
+    // Before the session pointer is loaded: a stopped session waits for the events of listed
+    // threads before it frees its memory (writers.h).
+    session::ListThisThread(w);
+  } else if (!session::writers::ThisThreadListed()) {
+    // A signal handler's event inside an event of a thread not listed yet (perhaps inside
+    // ListThisThread, holding its mutex): that thread never attached, so there is no ring to count
+    // the discard in, and the session may not be looked at from an unlisted thread.
+    return nullptr;
+  }
   Core* core = Core::Active();
   auto* r = static_cast<ring::Ring*>(w.ring);
   const bool attached = core != nullptr && r != nullptr && w.generation == core->generation();
-  if (w.nesting.load(std::memory_order_relaxed) != 1) {
+  if (nested) {
     if (attached) r->CountDiscarded(1);
     return nullptr;
   }
@@ -174,7 +119,7 @@ char* ReserveRecorded(ThreadWriter& w, std::uint32_t id, std::uint64_t ts, std::
     // The library's own threads never record: a traced function they call (function tracing of
     // a binary whose std::string code the runtime binds to) must not attach while the thread
     // holds the session mutex, as the consumer does when it writes.
-    if (session::t_library_thread) return nullptr;
+    if (base::t_library_thread) return nullptr;
     if (r == nullptr && w.generation == core->generation()) {  // attach failed
       core->CountUnattached();
       return nullptr;
@@ -189,8 +134,8 @@ char* ReserveRecorded(ThreadWriter& w, std::uint32_t id, std::uint64_t ts, std::
     core->Trigger(w);  // the snapshot thread waits for this event's commit
   }
   id &= internal::kIdMask;
-  return session::ReserveInRing(core, r, w, id, ts, payload_size, session::t_tid, session::t_name,
-                                /*own_thread=*/true);
+  return ring::Reserve(*core, *r, w, id, ts, payload_size, session::t_tid, session::t_name,
+                       /*own_thread=*/true, &session::t_prev_last_ts);
 }
 
 void CommitRecorded(ThreadWriter& w, std::uint32_t id, char* payload, char* end) {
@@ -231,11 +176,4 @@ void CommitSlow(ThreadWriter& w, std::uint32_t id, char* payload, char* end) {
   registry::probes::RunProbes(id, payload, end);
 }
 
-}  // namespace hush::internal
-
-namespace hush::internal {
-void StartFromEnvironment();
-// Runs before main() in every program linking libhushtrace (static or shared): this object is
-// always linked because it defines tls_writer, which every tracepoint site references.
-[[gnu::constructor]] static void HushtraceEnvironmentHook() { StartFromEnvironment(); }
 }  // namespace hush::internal

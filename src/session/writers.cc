@@ -28,9 +28,11 @@ Record* g_head = nullptr;  // listed threads (their thread_local records)
 
 }  // namespace
 
-void RegisterThisThread() {
+bool ThisThreadListed() { return t_record.listed; }
+
+bool RegisterThisThread() {
   Record& r = t_record;
-  if (r.listed) [[likely]] return;
+  if (r.listed) [[likely]] return false;
   std::lock_guard<std::mutex> lock(g_mu);
   r.writer = &internal::tls_writer;
   r.prev = nullptr;
@@ -38,6 +40,7 @@ void RegisterThisThread() {
   if (g_head != nullptr) g_head->prev = &r;
   g_head = &r;
   r.listed = true;
+  return true;
 }
 
 void UnregisterThisThread() {

@@ -43,9 +43,12 @@
 
 namespace hush::session::writers {
 
-// Lists the calling thread until it exits (UnregisterThisThread). Takes g_mu the first time only.
-// Called by the slow path with the thread's nesting raised, before it loads Core::Active().
-void RegisterThisThread();
+// Lists the calling thread until it exits (UnregisterThisThread); returns true when it was not
+// listed before. Takes g_mu then only. Called by the slow path with the thread's nesting raised
+// (never from a nested event: a signal handler may have interrupted this very function), before
+// it loads Core::Active().
+bool RegisterThisThread();
+bool ThisThreadListed();
 // At thread exit, after the thread's last event (thread_attach.cc, OnThreadExit).
 void UnregisterThisThread();
 

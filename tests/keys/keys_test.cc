@@ -359,7 +359,7 @@ TEST(KeysEvents, AreRecordedThroughPatchedSites) {
 // its events thousands of times (through the registry: no session, so the enabled blocks run the
 // event path up to the slow path, which drops the events).
 TEST(KeysConcurrency, ThreadsRunPatchedCodeWhileEventsAreToggled) {
-  hush::registry::Registry& registry = hush::session::GlobalRegistry();
+  hush::registry::Registry& registry = hush::registry::Global();
   registry.Scan();
   const hush::patch::Stats before = hush::patch::GetStats();
   Workers workers(2);
@@ -453,7 +453,7 @@ TEST(KeysTraps, ThreadAtASiteBeingPatchedResumesInTheNewState) {
   hush::patch::Stats before, after;
   OnFreshThread([&] {
     ASSERT_EQ(Work(1), Expected(1));  // attaches this thread to a ring first (takes the mutex)
-    hush::registry::Registry& registry = hush::session::GlobalRegistry();
+    hush::registry::Registry& registry = hush::registry::Global();
     before = hush::patch::GetStats();
     g_hook_errors.clear();
     hush::patch::SetStepHookForTesting(CallWorkInStepHook);
@@ -528,7 +528,7 @@ TEST(KeysSignals, ProgramHandlerInstalledAfterPatchingGetsItsTrapsAndPatchingGoe
     // The next batches find their handler replaced, re-install it and chain to the program's,
     // while threads run through the sites being patched.
     Workers workers(2);
-    hush::registry::Registry& registry = hush::session::GlobalRegistry();
+    hush::registry::Registry& registry = hush::registry::Global();
     registry.Scan();
     for (int i = 0; i < 200; ++i) {
       registry.Enable({"keys:work*"});
@@ -683,7 +683,7 @@ TEST(KeysLate, ModuleScannedWhileItsEventIsEnabledGetsItsSitesPatched) {
 
     // What a session does when it finds new modules (the session mutex is not needed here: this
     // thread is the only one using the registry).
-    hush::session::GlobalRegistry().Scan();
+    hush::registry::Global().Scan();
     EXPECT_EQ(CheckSites(sites, true), "");
     EXPECT_EQ(late(200), Expected(200));
     EXPECT_EQ(LateLocal(2), Expected(2));

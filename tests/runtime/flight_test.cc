@@ -108,7 +108,7 @@ TEST(Flight, EventsWrittenByASnapshotAreNotCountedAsLostWhenLaterOverwritten) {
 // ---------------------------------------------------------------------------------------------
 // Signals: an event emitted by a signal handler while the thread is inside an event
 //
-// BUG (reported): EmitEvent (include/hushtrace/internal/emit.h) reads the timestamp before it
+// Regression test of a fixed bug; what was wrong: EmitEvent (include/hushtrace/internal/emit.h) reads the timestamp before it
 // raises the nesting guard. A handler that runs between the two emits its event normally, then
 // the interrupted event is written with its older timestamp (extended header): the stream goes
 // back in time by the handler's duration and babeltrace2 refuses the whole trace ("timestamp is

@@ -1,6 +1,6 @@
-// The fork gate (src/session/fork_gate.h): fork() waits for a library thread's work section and
+// The fork gate (src/base/fork_gate.h): fork() waits for a library thread's work section and
 // for library threads still starting, and a fork child gets a fresh gate before its hook runs.
-#include "session/fork_gate.h"
+#include "base/fork_gate.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,7 +20,7 @@ using Clock = std::chrono::steady_clock;
 #else
 #define SKIP_IF_GATE_OFF() (void)0
 #endif
-using hush::session::ForkGateSection;
+using hush::base::ForkGateSection;
 
 // Forks a child that exits 0 at once; returns when fork() returned in the parent. The child's
 // status is checked (a deadlocked child would hang the test, which the harness times out).
@@ -37,7 +37,7 @@ Clock::time_point ForkAndReap() {
 
 TEST(ForkGate, ForkWaitsUntilAWorkSectionEnds) {
   SKIP_IF_GATE_OFF();
-  hush::session::InstallForkGate();
+  hush::base::InstallForkGate();
   std::atomic<bool> inside{false};
   Clock::time_point left;
   std::thread worker([&] {
@@ -54,13 +54,13 @@ TEST(ForkGate, ForkWaitsUntilAWorkSectionEnds) {
 
 TEST(ForkGate, ForkWaitsForALibraryThreadStillStarting) {
   SKIP_IF_GATE_OFF();
-  hush::session::InstallForkGate();
-  hush::session::ThreadStarting();  // as StartMaskedThread does before creating the thread
+  hush::base::InstallForkGate();
+  hush::base::ThreadStarting();  // as StartLibraryThread does before creating the thread
   Clock::time_point started;
   std::thread worker([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the runtime's start-up
     started = Clock::now();
-    hush::session::ThreadStarted();
+    hush::base::ThreadStarted();
   });
   const Clock::time_point forked = ForkAndReap();
   worker.join();
@@ -78,7 +78,7 @@ void ChildHook() {
 }
 
 TEST(ForkGate, TheChildHookRunsWithAFreshGate) {
-  hush::session::InstallForkGate(ChildHook);
+  hush::base::InstallForkGate(ChildHook);
   const pid_t pid = ::fork();
   if (pid == 0) {
     // The hook ran before fork() returned here; a grandchild fork goes through the gate again.

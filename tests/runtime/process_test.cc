@@ -136,7 +136,7 @@ TEST_P(ProcessTest, InvalidBufferSizesPrintOneMessageAndTheProgramRunsNormally) 
   }
 }
 
-// BUG (reported): every size from the documented minimum (16k) up to 32k-1 is accepted but gives
+// Regression test of a fixed bug; what was wrong: every size from the documented minimum (16k) up to 32k-1 is accepted but gives
 // sub-buffers of 0 bytes (src/session/core.cc, Core::Start); the program crashes on its first
 // event.
 TEST_P(ProcessTest, SmallestAcceptedBufferSizesWork) {
@@ -165,7 +165,7 @@ TEST_P(ProcessTest, SmallestAcceptedBufferSizesWork) {
 // A program traced from the environment, built with AddressSanitizer, must still exit 0: a leak
 // report would turn every traced test run of an ASan build into a failure. (Skipped in builds
 // without ASan: there is no leak checker to run.)
-// BUG (reported): the Session started by StartFromEnvironment() is kept in `g_env_session`
+// Regression test of a fixed bug; what was wrong: the Session started by StartFromEnvironment() is kept in `g_env_session`
 // (src/session/session_api.cc), a write-only variable with internal linkage that the compiler
 // removes, so LeakSanitizer reports the Session (71 bytes) and the program exits non-zero.
 TEST_P(ProcessTest, TracedProgramExitsCleanlyUnderLeakSanitizer) {

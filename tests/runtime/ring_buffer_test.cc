@@ -509,7 +509,7 @@ TEST(RingFlight, WriteNewWritesTheNewestPacketsOldestFirst) {
 
 // A snapshot writes part of the open packet; later that packet fills up, closes and is
 // overwritten. Only its events that were not written out are lost.
-// BUG (reported): Ring::OpenPacket (src/ring/ring_buffer.cc, flight branch) counts every event of
+// Regression test of a fixed bug; what was wrong: Ring::OpenPacket (src/ring/ring_buffer.cc, flight branch) counts every event of
 // the overwritten packet as lost when written_seq == that packet although written_offset > 0
 // (partly written), so the trace claims more losses than there were: read + overwritten > emitted
 // by the events the snapshot had saved.

@@ -208,7 +208,7 @@ TEST(SessionFields, StringsOfEveryArgumentTypeRoundTrip) {
 }
 
 // A default-constructed std::string_view has data() == nullptr.
-// BUG (reported): StringField::Write (include/hushtrace/internal/field_traits.h) then calls
+// Regression test of a fixed bug; what was wrong: StringField::Write (include/hushtrace/internal/field_traits.h) then calls
 // memcpy(p, nullptr, 0), which is undefined behaviour; UBSan (nonnull-attribute) aborts the
 // traced program. Run in a child process so that the abort fails this test only.
 TEST(SessionFields, DefaultConstructedStringViewIsRecordedAsAnEmptyString) {
@@ -550,7 +550,7 @@ TEST(SessionLifecycle, NewSessionAfterStopHasOnlyNewEvents) {
 
 // A thread that emitted in a stopped session and emits again soon (within 2^24 cycles of its last
 // event) in the next one.
-// BUG (reported): Core::Stop() clears ThreadWriter::end but not ::pos, and the fast path's room
+// Regression test of a fixed bug; what was wrong: Core::Stop() clears ThreadWriter::end but not ::pos, and the fast path's room
 // check `size <= (size_t)(end - pos)` (include/hushtrace/internal/thread_writer.h,
 // TryReserveFast) is then true: the thread keeps writing into the stopped session's ring, past
 // its packet and past the mapping. The new trace misses the events, and the process crashes
@@ -760,7 +760,7 @@ TEST(SessionStart, RefusesEmptyEventListAndTooSmallBuffer) {
 }
 
 // The documented contract (session.h): output_dir "must not exist or be empty".
-// BUG (reported): a non-empty directory without a `metadata` file is accepted and the trace is
+// Regression test of a fixed bug; what was wrong: a non-empty directory without a `metadata` file is accepted and the trace is
 // mixed with whatever it holds.
 TEST(SessionStart, RefusesANonEmptyDirectory) {
   TempDir dir("session");

@@ -134,7 +134,7 @@ TEST(Threads, StopWhileThreadsEmitLeavesAConsistentReadableTrace) {
 
 class TinyBuffer : public testing::TestWithParam<std::size_t> {};
 
-// BUG (reported): buffer sizes from 16k (the documented minimum) to 32k-1 give sub-buffers of
+// Regression test of a fixed bug; what was wrong: buffer sizes from 16k (the documented minimum) to 32k-1 give sub-buffers of
 // 0 bytes (src/session/core.cc, Core::Start: (size / 8) & ~4095), and the first event writes
 // outside the ring: SIGSEGV, or a hang under ASan. The child reports it; the 16k and 24k cases
 // fail.
@@ -193,7 +193,7 @@ TEST_P(TinyBuffer, FourWritersEventsReadPlusDiscardedEqualsEmittedExactly) {
 // its ring and goes on emitting: every later event is discarded. Nothing is written after those
 // discards, so only the final flush can record them in the trace.
 //
-// BUG (reported): the final flush writes no packet when the ring has no open packet, and the
+// Regression test of a fixed bug; what was wrong: the final flush writes no packet when the ring has no open packet, and the
 // counts of the discards after a stream's last packet never reach the trace: babeltrace2 (and any
 // reader) sees fewer events than were emitted and no loss. Same after a thread exits with a full
 // ring (its ring has no open packet either).
@@ -268,7 +268,7 @@ INSTANTIATE_TEST_SUITE_P(Sizes, TinyBuffer,
 // ---------------------------------------------------------------------------------------------
 // Signals: an event emitted by a signal handler while the thread is inside an event
 //
-// BUG (reported): the interrupted event can go back in time, see flight_test.cc (SignalTest).
+// Regression test of a fixed bug; what was wrong: the interrupted event can go back in time, see flight_test.cc (SignalTest).
 // ---------------------------------------------------------------------------------------------
 
 TEST_F(SignalTest, StreamModeTraceStaysReadableAndCountsAddUp) {

@@ -42,6 +42,7 @@
 #include "control/protocol.h"
 #include "control/server.h"
 #include "session/core.h"
+#include "support/process_usage.h"
 
 HUSH_TRACEPOINT(soak, seq, (std::uint32_t, thread), (std::uint64_t, seq))
 HUSH_TRACEPOINT(soak, tick, (std::uint32_t, thread), (std::uint64_t, seq))
@@ -182,10 +183,7 @@ class SoakSession {
     f.emplace_back("mode", o.mode == hush::Mode::kFlight ? "flight" : "stream");
     f.emplace_back("buffer-size", std::to_string(o.buffer_size));
     const std::string reply = Control("start", f);
-    // The request is served on another thread; the session object lives on (core.h), so its
-    // statistics can be read after the stop.
-    core_ = hush::session::Core::Active();
-    if (reply.rfind("ok\n", 0) != 0 || core_ == nullptr) {
+    if (reply.rfind("ok\n", 0) != 0) {
       *error = "control start: " + reply;
       return false;
     }
@@ -203,17 +201,37 @@ class SoakSession {
       api_->Stop();
       return true;
     }
+    // The reply carries the session's final totals: the session itself is freed after its
+    // grace period, so there is nothing to ask afterwards.
     const std::string reply = Control("stop");
-    if (reply.rfind("ok\n", 0) == 0) return true;
-    *error = "control stop: " + reply;
-    return false;
+    std::string first, why;
+    hush::control::Fields fields;
+    if (reply.rfind("ok\n", 0) != 0 || !hush::control::DecodeMessage(reply, &first, &fields, &why)) {
+      *error = "control stop: " + reply + why;
+      return false;
+    }
+    const auto number = [&](const char* key) -> std::uint64_t {
+      for (const auto& [k, v] : fields) {
+        if (k == key) return std::strtoull(v.c_str(), nullptr, 10);
+      }
+      *error = std::string("control stop: no ") + key + " in the reply";
+      return 0;
+    };
+    control_stats_.rings = static_cast<std::uint32_t>(number("buffers"));
+    control_stats_.events_written = number("events-written");
+    control_stats_.events_discarded = number("events-discarded");
+    control_stats_.events_overwritten = number("events-overwritten");
+    control_stats_.events_lost_on_write = number("events-lost-on-write");
+    control_stats_.bytes_written = number("bytes-written");
+    control_stats_.events_filtered_out = number("events-filtered-out");
+    return error->empty();
   }
-  hush::SessionStats Stats() const { return by_control_ ? core_->Stats() : api_->Stats(); }
+  hush::SessionStats Stats() const { return by_control_ ? control_stats_ : api_->Stats(); }
 
  private:
   bool by_control_ = false;
   std::unique_ptr<hush::Session> api_;
-  hush::session::Core* core_ = nullptr;
+  hush::SessionStats control_stats_;  // final totals from the stop reply
 };
 
 }  // namespace
@@ -240,7 +258,10 @@ int main(int argc, char** argv) {
   }
 
   std::vector<Failure> failures;
-  std::uint64_t sessions = 0, events = 0, lost = 0, snapshots = 0, by_control = 0;
+  std::uint64_t sessions = 0, events = 0, lost = 0, snapshots = 0, by_control = 0, failed_starts = 0;
+  // What the process holds after a warm-up: sessions that come and go give everything back
+  // (src/session/core.h, "Lifetime"), checked against it at the end.
+  hush::testsupport::ProcessUsage warm;
   const auto end = std::chrono::steady_clock::now() + duration;
   while (std::chrono::steady_clock::now() < end && failures.size() < 20) {
     const hush::Mode mode = sessions % 2 == 0 ? hush::Mode::kStream : hush::Mode::kFlight;
@@ -251,6 +272,21 @@ int main(int argc, char** argv) {
     options.mode = mode;
     options.buffer_size = std::size_t{16} << 10 << (rng() % 7);  // 16 KiB .. 1 MiB
     std::string error;
+    if (sessions % 8 == 5) {
+      // A start that fails (its filter names no field): it leaves nothing behind.
+      hush::SessionOptions bad = options;
+      bad.filter = "nosuchfield > 3";
+      SoakSession refused;
+      if (refused.Start(control, bad, &error)) {
+        failures.push_back({"a start with a filter that binds to nothing succeeded"});
+        refused.Stop(&error);
+      } else if (std::filesystem::exists(bad.output_dir)) {
+        failures.push_back({"a failed start left " + bad.output_dir});
+      }
+      ++failed_starts;
+      error.clear();
+    }
+    if (sessions == 10) warm = hush::testsupport::ReadProcessUsage(::getpid(), root.string());
     SoakSession session;
     if (!session.Start(control, options, &error)) {
       failures.push_back({"start: " + error});
@@ -278,11 +314,22 @@ int main(int argc, char** argv) {
   }
   g_quit.store(true);
   for (auto& t : threads) t.join();
+  if (warm.ok) {
+    const hush::testsupport::ProcessUsage end_usage = hush::testsupport::ReadProcessUsage(::getpid(), root.string());
+    std::printf("hush_soak: after 10 sessions: %s\nhush_soak: at the end:        %s\n",
+                hush::testsupport::Describe(warm).c_str(), hush::testsupport::Describe(end_usage).c_str());
+    if (end_usage.fds > warm.fds) failures.push_back({"descriptors grew over the run"});
+    // At most the rings of one session whose grace period was still running (emitters and one
+    // wave of short-lived threads, 1 MiB each at most).
+    if (end_usage.file_map_bytes > (kEmitters + 4) * ((std::uint64_t{1} << 20) + 4096)) {
+      failures.push_back({"ring mappings of stopped sessions remain"});
+    }
+  }
   for (const Failure& f : failures) std::fprintf(stderr, "hush_soak: FAILED: %s\n", f.what.c_str());
-  std::printf("hush_soak: %llu sessions (%llu through the control socket, %llu snapshots), %llu events checked, %llu counted lost, "
-              "%llu emitted in all: %s\n",
+  std::printf("hush_soak: %llu sessions (%llu through the control socket, %llu snapshots, %llu failed starts), "
+              "%llu events checked, %llu counted lost, %llu emitted in all: %s\n",
               static_cast<unsigned long long>(sessions), static_cast<unsigned long long>(by_control),
-              static_cast<unsigned long long>(snapshots),
+              static_cast<unsigned long long>(snapshots), static_cast<unsigned long long>(failed_starts),
               static_cast<unsigned long long>(events), static_cast<unsigned long long>(lost),
               static_cast<unsigned long long>(g_emitted.load()),
               failures.empty() ? "ok" : "FAILED");

@@ -251,7 +251,12 @@ int RunStop(int argc, char** argv) {
   if (!ParsePidOnly("stop", argc, argv, 2, &pid, &status)) return status;
   const ControlReply reply = SendControl(pid, "stop", {});
   if ((status = Report("stop", pid, reply)) != 0) return status;
-  std::printf("stopped; trace in %s\n", reply.Get("output").c_str());
+  std::printf("stopped; trace in %s", reply.Get("output").c_str());
+  if (const std::string written = reply.Get("events-written"); !written.empty()) {
+    std::printf(" (%s events written, %s discarded, %s lost on write)", written.c_str(),
+                reply.Get("events-discarded").c_str(), reply.Get("events-lost-on-write").c_str());
+  }
+  std::printf("\n");
   return 0;
 }
 

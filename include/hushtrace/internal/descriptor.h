@@ -36,9 +36,13 @@ namespace hush::internal {
 enum class EventKind : std::uint8_t { kEvent = 0, kSpan = 1, kInstant = 2, kCounter = 3 };
 
 struct Descriptor {
-  // 0 while disabled; otherwise the session's event id + 1. Written by the registry (session
-  // thread) with release; read by emitting threads with a relaxed load: the only thing a reader
-  // needs is the id, which is carried in the same word, so no other data must be ordered with it.
+  // 0 while disabled; otherwise the session's event id + 1 and flag bits. Written by the registry
+  // (session thread) with release; read by emitting threads with a relaxed load. The fast path
+  // needs only the id, carried in the same word. The release also publishes what a flag bit makes
+  // the slow path read: the session's filter table (kFilterIdBit: CommitSlow issues an acquire
+  // fence before reading it) and the event's probe list slot (kProbeIdBit: the list pointer itself
+  // is loaded with acquire, src/registry/probes.h). The session (Core::active_) is published by
+  // its own release store before any state word is set (docs/architecture.md, invariant 6).
   // An event that triggers a snapshot (SessionOptions::snapshot_on) has kTriggerIdBit set in its
   // id: such an id never fits the compact header, so the event always takes ReserveSlow, which
   // clears the bit and fires the trigger. The fast path of other events does not change.

@@ -30,7 +30,10 @@
 
 namespace hush::internal {
 
+// Event headers (docs/format.md, section 3): compact = u32 (id | low 24 bits of the timestamp << 8);
+// extended = u8 255, u32 id, u64 timestamp, packed.
 inline constexpr std::size_t kCompactHeaderSize = 4;
+inline constexpr std::size_t kExtendedHeaderSize = 13;
 inline constexpr std::uint32_t kExtendedId = 255;
 inline constexpr std::uint64_t kCompactTimestampRange = std::uint64_t{1} << 24;
 

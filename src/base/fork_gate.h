@@ -22,10 +22,10 @@
 // thread data then; only at session stop), and allocations of the application's threads,
 // including the library's slow path running on them (attaching a ring): those are the program's
 // own fork hazard under such an allocator, as any allocation of its threads is.
-#ifndef HUSHTRACE_SRC_SESSION_FORK_GATE_H_
-#define HUSHTRACE_SRC_SESSION_FORK_GATE_H_
+#ifndef HUSHTRACE_SRC_BASE_FORK_GATE_H_
+#define HUSHTRACE_SRC_BASE_FORK_GATE_H_
 
-namespace hush::session {
+namespace hush::base {
 
 // Registers the pthread_atfork handlers, once; `child_hook` (if not null) runs in a fork child
 // after the gate is reset. Called before the first library thread starts.
@@ -40,12 +40,12 @@ class ForkGateSection {
   ForkGateSection& operator=(const ForkGateSection&) = delete;
 };
 
-// For StartMaskedThread: counts a library thread from just before its creation until its body
+// For StartLibraryThread: counts a library thread from just before its creation until its body
 // runs (ThreadStarted, on the new thread); the prepare handler waits for the count to be 0.
 void ThreadStarting();
 void ThreadStartFailed();
 void ThreadStarted();
 
-}  // namespace hush::session
+}  // namespace hush::base
 
-#endif  // HUSHTRACE_SRC_SESSION_FORK_GATE_H_
+#endif  // HUSHTRACE_SRC_BASE_FORK_GATE_H_

@@ -1,6 +1,6 @@
-// Threads the library owns (consumer, snapshot, control server) are started through here.
-#ifndef HUSHTRACE_SRC_SESSION_MASKED_THREAD_H_
-#define HUSHTRACE_SRC_SESSION_MASKED_THREAD_H_
+// Threads the library owns (consumer, snapshot, sched, control server) are started through here.
+#ifndef HUSHTRACE_SRC_BASE_LIBRARY_THREAD_H_
+#define HUSHTRACE_SRC_BASE_LIBRARY_THREAD_H_
 
 #include <pthread.h>
 #include <signal.h>
@@ -8,11 +8,11 @@
 #include <thread>
 #include <utility>
 
-#include "session/fork_gate.h"
+#include "base/fork_gate.h"
 
-namespace hush::session {
+namespace hush::base {
 
-// Set on the library's threads (src/session/thread_attach.cc): their events are dropped
+// Set on the library's threads (defined in fork_gate.cc): their events are dropped
 // uncounted, before any attach (see ReserveSlow).
 extern thread_local bool t_library_thread;
 
@@ -22,7 +22,7 @@ extern thread_local bool t_library_thread;
 // would turn a crash into a silent kill. The new thread inherits the mask set around its creation.
 // It is named (`name`, at most 15 characters) before this returns, and records no event.
 template <class Body>
-std::thread StartMaskedThread(const char* name, Body&& body) {
+std::thread StartLibraryThread(const char* name, Body&& body) {
   sigset_t all, previous;
   sigfillset(&all);
   for (int fault : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT}) sigdelset(&all, fault);
@@ -46,6 +46,6 @@ std::thread StartMaskedThread(const char* name, Body&& body) {
   return thread;
 }
 
-}  // namespace hush::session
+}  // namespace hush::base
 
-#endif  // HUSHTRACE_SRC_SESSION_MASKED_THREAD_H_
+#endif  // HUSHTRACE_SRC_BASE_LIBRARY_THREAD_H_

@@ -1,4 +1,4 @@
-#include "session/fork_gate.h"
+#include "base/fork_gate.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -9,7 +9,10 @@
 #include <cstring>
 #include <mutex>
 
-namespace hush::session {
+namespace hush::base {
+
+thread_local bool t_library_thread = false;  // library_thread.h
+
 namespace {
 
 pthread_rwlock_t g_gate = PTHREAD_RWLOCK_INITIALIZER;
@@ -89,4 +92,4 @@ void ThreadStartFailed() { g_threads_starting.fetch_sub(1, std::memory_order_rel
 // Release: pairs with the acquire load in BeforeFork().
 void ThreadStarted() { g_threads_starting.fetch_sub(1, std::memory_order_release); }
 
-}  // namespace hush::session
+}  // namespace hush::base

@@ -1,0 +1,32 @@
+// The environment protocol between `hushtrace record` (which sets these variables) and the
+// runtime's start-up (src/startup, which reads them in the traced program before main). One list
+// of names for both sides; README.md's table documents their values.
+#ifndef HUSHTRACE_SRC_BASE_ENV_H_
+#define HUSHTRACE_SRC_BASE_ENV_H_
+
+namespace hush::base::env {
+
+inline constexpr char kEvents[] = "HUSHTRACE_EVENTS";            // globs, comma-separated
+inline constexpr char kOutput[] = "HUSHTRACE_OUTPUT";            // trace directory
+inline constexpr char kMode[] = "HUSHTRACE_MODE";                // stream | flight
+inline constexpr char kSnapshotOn[] = "HUSHTRACE_SNAPSHOT_ON";   // globs
+inline constexpr char kSnapshotIntervalMs[] = "HUSHTRACE_SNAPSHOT_INTERVAL_MS";
+inline constexpr char kFilter[] = "HUSHTRACE_FILTER";            // filter expression
+inline constexpr char kControl[] = "HUSHTRACE_CONTROL";          // 1: control socket at start-up
+inline constexpr char kBufferSize[] = "HUSHTRACE_BUFFER_SIZE";   // base::ParseSize syntax
+inline constexpr char kFunctions[] = "HUSHTRACE_FUNCTIONS";      // globs over function names
+inline constexpr char kFunctionDepth[] = "HUSHTRACE_FUNCTION_DEPTH";
+inline constexpr char kMinDuration[] = "HUSHTRACE_MIN_DURATION";  // ns
+inline constexpr char kSched[] = "HUSHTRACE_SCHED";              // 1: scheduler events
+inline constexpr char kFollow[] = "HUSHTRACE_FOLLOW";            // 1: forks and execs keep tracing
+
+// Every variable above: `record` clears those it does not set, so a value left in the user's
+// environment never mixes with the options given on the command line.
+inline constexpr const char* kAll[] = {kEvents,  kOutput,     kMode,      kSnapshotOn,
+                                       kSnapshotIntervalMs,   kFilter,    kControl,
+                                       kBufferSize, kFunctions, kFunctionDepth,
+                                       kMinDuration, kSched,  kFollow};
+
+}  // namespace hush::base::env
+
+#endif  // HUSHTRACE_SRC_BASE_ENV_H_

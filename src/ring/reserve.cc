@@ -1,0 +1,62 @@
+// See reserve.h.
+#include "ring/reserve.h"
+
+#include <sys/prctl.h>
+
+#include <cstring>
+
+namespace hush::ring {
+
+char* Reserve(Owner& owner, Ring& r, internal::ThreadWriter& w, std::uint32_t id, std::uint64_t ts,
+              std::size_t payload_size, std::uint32_t tid, char* name, bool own_thread,
+              std::uint64_t* previous_last_ts) {
+  using internal::kCompactHeaderSize;
+  using internal::kCompactTimestampRange;
+  using internal::kExtendedHeaderSize;
+  using internal::kExtendedId;
+  const std::size_t max_payload = r.MaxEventSize() - kExtendedHeaderSize;
+  if (payload_size > max_payload) {
+    r.CountDiscarded(1);
+    owner.EventTooLarge();
+    return nullptr;
+  }
+  bool compact = id < kExtendedId && ts >= w.last_ts && ts - w.last_ts < kCompactTimestampRange;
+  std::size_t header = compact ? kCompactHeaderSize : kExtendedHeaderSize;
+  if (r.Room(w) < header + payload_size) {
+    if (r.HasOpenPacket()) owner.EnsureConsumer();
+    r.ClosePacket(w, ts);
+    // Once per packet: picks up a name the thread set after its first event.
+    if (own_thread) ::prctl(PR_GET_NAME, name, 0, 0, 0);
+    if (!r.OpenPacket(w, ts, tid, name)) {
+      r.CountDiscarded(1);
+      owner.EnsureConsumer();
+      owner.WakeConsumer();
+      return nullptr;
+    }
+    const RingHeader& h = r.header();
+    const std::uint64_t backlog = h.produced.load(std::memory_order_relaxed) -
+                                  h.consumed.load(std::memory_order_relaxed);
+    // Half the ring waits, or its first packet just closed (the consumer then maps the rest of
+    // the ring ahead of this thread: Core::PrefaultBusyRings).
+    if (backlog * 2 >= r.subbuf_count() || h.produced.load(std::memory_order_relaxed) == 1) {
+      owner.WakeConsumer();
+    }
+    compact = id < kExtendedId;  // the packet begins at ts
+    header = compact ? kCompactHeaderSize : kExtendedHeaderSize;
+  }
+  if (!owner.use_tsc()) w.end.store(nullptr, std::memory_order_relaxed);  // stay on this path
+  char* p = w.pos;
+  if (compact) {
+    const std::uint32_t word = static_cast<std::uint32_t>(ts << 8) | id;
+    std::memcpy(p, &word, 4);
+  } else {
+    p[0] = static_cast<char>(kExtendedId);
+    std::memcpy(p + 1, &id, 4);
+    std::memcpy(p + 5, &ts, 8);
+  }
+  *previous_last_ts = w.last_ts;
+  w.last_ts = ts;
+  return p + header;
+}
+
+}  // namespace hush::ring

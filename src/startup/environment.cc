@@ -1,0 +1,164 @@
+// The runtime's start-up: the constructor every program linking libhushtrace runs before main(),
+// and the session it starts when HUSHTRACE_* asks for one (README.md, "Environment variables";
+// the names: base/env.h). The top layer of the runtime (scripts/check_layers.py): it stands on the
+// session and the live-control server, and nothing includes it.
+//
+// Cost when no session is requested: a few secure_getenv() calls (docs/benchmarks.md).
+//
+// This object also defines the thread-local writer every tracepoint site references, so that a
+// static link (libhushtrace.a) always keeps it, and with it the constructor.
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "base/env.h"
+#include "base/parse.h"
+#include "control/server.h"
+#include "hushtrace/internal/thread_writer.h"
+#include "hushtrace/session.h"
+#include "session/core.h"
+
+namespace hush::internal {
+
+thread_local constinit ThreadWriter tls_writer __attribute__((tls_model("initial-exec"))) = {};
+
+}  // namespace hush::internal
+
+namespace hush {
+namespace {
+
+// The session started from the environment, stopped at exit. `used`: only leak checkers read it
+// (as a root), so the compiler must not drop it.
+[[gnu::used]] Session* g_env_session = nullptr;
+
+}  // namespace
+
+namespace internal {
+
+namespace env = base::env;
+
+
+namespace {
+
+// HUSHTRACE_FUNCTIONS (globs), HUSHTRACE_FUNCTION_DEPTH (N), HUSHTRACE_MIN_DURATION (ns).
+bool ParseFunctionEnv(const char* functions, SessionOptions* options) {
+  options->functions = base::SplitList(functions);
+  const auto number = [](const char* name, std::uint64_t* out) {
+    const char* v = ::secure_getenv(name);
+    if (v == nullptr || *v == '\0') return true;
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long n = std::strtoull(v, &end, 10);
+    if (errno != 0 || *end != '\0' || !std::isdigit(static_cast<unsigned char>(*v))) {
+      std::fprintf(stderr, "hushtrace: %s='%s' is not a number; tracing is off\n", name, v);
+      return false;
+    }
+    *out = n;
+    return true;
+  };
+  std::uint64_t depth = 0;
+  if (!number(env::kFunctionDepth, &depth) ||
+      !number(env::kMinDuration, &options->function_min_duration_ns)) {
+    return false;
+  }
+  options->function_depth = static_cast<std::uint32_t>(std::min<std::uint64_t>(depth, UINT32_MAX));
+  return true;
+}
+
+}  // namespace
+
+void StartFromEnvironment() {
+  // Live control from the start, for systems where `hushtrace start PID` may not ptrace.
+  if (const char* control = ::secure_getenv(env::kControl); control != nullptr && *control == '1') {
+    if (const int e = control::Bootstrap(); e != 0) {
+      std::fprintf(stderr, "hushtrace: HUSHTRACE_CONTROL: cannot open the control socket: %s\n",
+                   std::strerror(-e));
+    }
+  }
+  const char* events = ::secure_getenv(env::kEvents);
+  const char* sched = ::secure_getenv(env::kSched);
+  const char* follow = ::secure_getenv(env::kFollow);
+  const char* functions = ::secure_getenv(env::kFunctions);
+  const bool want_sched = sched != nullptr && std::string(sched) == "1";
+  const bool no_events = events == nullptr || *events == '\0';
+  // The common case: nothing else happens.
+  if (no_events && !want_sched && (functions == nullptr || *functions == '\0')) return;
+  SessionOptions options;
+  if (!no_events) options.events = base::SplitList(events);
+  options.sched = want_sched;
+  options.follow_children = follow != nullptr && std::string(follow) == "1";
+  if (functions != nullptr && !ParseFunctionEnv(functions, &options)) return;
+  if (const char* out = ::secure_getenv(env::kOutput); out != nullptr && *out != '\0') {
+    options.output_dir = out;
+  }
+  if (const char* mode = ::secure_getenv(env::kMode); mode != nullptr && *mode != '\0') {
+    const std::string m = mode;
+    if (m == "stream") {
+      options.mode = Mode::kStream;
+    } else if (m == "flight") {
+      options.mode = Mode::kFlight;
+    } else {
+      std::fprintf(stderr, "hushtrace: HUSHTRACE_MODE='%s' is not 'stream' or 'flight'; tracing is off\n", mode);
+      return;
+    }
+  }
+  if (const char* filter = ::secure_getenv(env::kFilter); filter != nullptr) options.filter = filter;
+  if (const char* on = ::secure_getenv(env::kSnapshotOn); on != nullptr && *on != '\0') {
+    options.snapshot_on = base::SplitList(on);
+  }
+  if (const char* ms = ::secure_getenv(env::kSnapshotIntervalMs); ms != nullptr && *ms != '\0') {
+    char* end = nullptr;
+    const unsigned long v = std::strtoul(ms, &end, 10);
+    if (*end != '\0' || *ms == '-' || v > 86400000ul) {
+      std::fprintf(stderr, "hushtrace: HUSHTRACE_SNAPSHOT_INTERVAL_MS='%s' is not a number of milliseconds; "
+                   "tracing is off\n", ms);
+      return;
+    }
+    options.snapshot_interval_ms = static_cast<std::uint32_t>(v);
+  }
+  if (const char* size = ::secure_getenv(env::kBufferSize); size != nullptr && *size != '\0') {
+    if (!ParseSize(size, &options.buffer_size) || options.buffer_size < 16 * 1024) {
+      std::fprintf(stderr,
+                   "hushtrace: HUSHTRACE_BUFFER_SIZE='%s' is not a size of at least 16k (e.g. 256k, 4M); "
+                   "tracing is off\n",
+                   size);
+      return;
+    }
+  }
+  if (options.follow_children && !options.output_dir.empty()) {
+    // HUSHTRACE_OUTPUT already holds a trace: an ancestor that follows its children exec'd this
+    // program. Its events get their own trace in a subdirectory (its event ids differ), on the
+    // root trace's clock (docs/format.md, "Processes").
+    const std::string clock_uuid = session::ClockUuidOfTrace(options.output_dir);
+    if (!clock_uuid.empty()) {
+      options.output_dir += "/proc-" + std::to_string(::getpid());
+      session::InheritClockUuid(clock_uuid);
+    }
+  }
+  std::string error;
+  std::unique_ptr<Session> session = Session::Start(options, &error);
+  if (!session) {
+    std::fprintf(stderr, "hushtrace: cannot start the session from the environment: %s; tracing is off\n",
+                 error.c_str());
+    return;
+  }
+  g_env_session = session.release();  // stopped by the atexit handler, kept reachable
+}
+
+}  // namespace internal
+
+namespace internal {
+// Runs before main() in every program linking libhushtrace (static or shared).
+[[gnu::constructor]] static void HushtraceEnvironmentHook() { StartFromEnvironment(); }
+}  // namespace internal
+
+}  // namespace hush
