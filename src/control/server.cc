@@ -33,6 +33,10 @@
 namespace hush::control {
 namespace {
 
+// The control thread's stack. Its deepest request is a `start` (Session::Start: filter parsing
+// bounded by filter::kMaxNesting, pattern matching, file creation); 1 MiB is several times that.
+constexpr std::size_t kServerStackBytes = 1 << 20;
+
 std::mutex g_handle_mu;                  // serializes HandleRequest (tests call it directly)
 std::unique_ptr<Session>* g_session;     // the session started by `hushtrace start`; never freed
 std::string* g_socket_path;              // unlinked at exit
@@ -267,7 +271,9 @@ int Bootstrap() {
     }
     g_socket_path = new std::string(path);
     std::atexit(UnlinkSocket);
-    session::StartMaskedThread("hush-control", [fd] { Serve(fd); }).detach();
+    // Its own stack: the program's default thread stack may be small, and the worst request (a
+    // `start` at the input limits: filter, patterns, kMaxMessage bytes) must never overflow it.
+    session::StartMaskedDetachedThread("hush-control", kServerStackBytes, [fd] { Serve(fd); });
   });
   return g_bootstrap_result;
 }

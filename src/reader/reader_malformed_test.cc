@@ -155,6 +155,38 @@ TEST(ReaderMalformed, MetadataErrorsNameFileLineAndByte) {
   for (int i = 0; i < 100000; ++i) deep += "struct { ";
   TempTrace t(deep, {});
   EXPECT_NE(OpenError(t.dir()).find("nested too deeply"), std::string::npos);
+  // Nesting that does not recurse in the parser (aliases of aliases, array dimensions) is bounded
+  // too, at the same 32 levels: at the limit the metadata opens, one past it is refused.
+  const auto aliases = [&](int n) {
+    std::string text = good + "typealias struct { integer { size = 8; align = 8; } x; } := A0;\n";
+    for (int i = 1; i <= n; ++i) {
+      text += "typealias struct { A" + std::to_string(i - 1) + " x; } := A" + std::to_string(i) + ";\n";
+    }
+    return text;
+  };
+  {
+    TempTrace at_limit(aliases(30), {});  // A30: 32 levels (31 structs and the integer)
+    std::string error;
+    EXPECT_NE(Trace::Open(at_limit.dir(), &error), nullptr) << error;
+    TempTrace past(aliases(31), {});
+    EXPECT_NE(OpenError(past.dir()).find("types nested too deeply (more than 32 levels)"), std::string::npos);
+    TempTrace many(aliases(5000), {});
+    EXPECT_NE(OpenError(many.dir()).find("types nested too deeply"), std::string::npos);
+  }
+  const auto dims = [&](int n) {
+    std::string text = good + "typedef integer { size = 8; align = 8; } D";
+    for (int i = 0; i < n; ++i) text += "[1]";
+    return text + ";\n";
+  };
+  {
+    TempTrace at_limit(dims(31), {});
+    std::string error;
+    EXPECT_NE(Trace::Open(at_limit.dir(), &error), nullptr) << error;
+    TempTrace past(dims(32), {});
+    EXPECT_NE(OpenError(past.dir()).find("types nested too deeply (more than 32 levels)"), std::string::npos);
+    TempTrace many(dims(100000), {});
+    EXPECT_NE(OpenError(many.dir()).find("types nested too deeply"), std::string::npos);
+  }
 }
 
 TEST(ReaderMalformed, BadMagicInFirstAndLaterPackets) {

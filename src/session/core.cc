@@ -1,5 +1,6 @@
 // Session start/stop, the consumer thread and trace-directory management.
 #include "session/core.h"
+#include "filter/pattern_limits.h"
 #include "session/crash_handler.h"
 #include "session/fork_gate.h"
 #include "session/masked_thread.h"
@@ -273,6 +274,10 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
   }
   if (!options_.snapshot_on.empty() && options_.mode != Mode::kFlight) {
     *error = "snapshot triggers (snapshot_on) need flight mode";
+    return false;
+  }
+  if (!filter::CheckPatterns(options_.events, "event", error) ||
+      !filter::CheckPatterns(options_.snapshot_on, "snapshot-on", error)) {
     return false;
   }
   std::unique_ptr<filter::Parsed> parsed;

@@ -87,7 +87,7 @@ bool CopyTrace(const std::string& from, const std::string& to, std::string* erro
   while (const dirent* e = ::readdir(dir)) {
     const std::string name = e->d_name;
     if (name != "metadata" && name.rfind("stream_", 0) != 0) continue;
-    const int in = ::open((from + "/" + name).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    const int in = ::open((from + "/" + name).c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
     const int out = ::open((to + "/" + name).c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     char buf[1 << 16];
     ssize_t n = 0;

@@ -21,6 +21,7 @@
 
 #include "commands.h"
 #include "filter/filter.h"
+#include "filter/pattern_limits.h"
 #include "hushtrace/reader.h"
 #include "record_functions.h"
 
@@ -388,6 +389,11 @@ int ParseOptions(int argc, char** argv, Options* o) {
     return BadArguments("--snapshot-interval needs --snapshot-on");
   }
   if (o->patterns.empty()) o->patterns.emplace_back(o->functions.empty() ? "*" : "func:*");
+  std::string limit_error;
+  if (!filter::CheckPatterns(o->patterns, "event", &limit_error) ||
+      !filter::CheckPatterns(o->snapshot_on, "snapshot-on", &limit_error)) {
+    return BadArguments(limit_error);
+  }
   return -1;
 }
 
