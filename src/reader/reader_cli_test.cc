@@ -126,6 +126,47 @@ TEST_F(CliTest, DumpFiltersByNameAndTime) {
   EXPECT_EQ(res.out.rfind(want, 0), 0u) << res.out.substr(0, 80);
 }
 
+// `dump --filter` limits (filter_expr.h), each accepted at its value and refused one past it
+// with a usage error, never a crash: 200 levels of '(' and '!', 4096 comparisons, 64 KiB.
+TEST_F(CliTest, DumpFilterLimits) {
+  const RecordedTrace& r = Recorded();
+  ASSERT_EQ(r.error, "");
+  const auto dump = [&](const std::string& filter) { return Run({"dump", r.dir, "--filter", filter}); };
+  const auto nested = [](int n) { return std::string(n, '(') + "$tid > 0" + std::string(n, ')'); };
+  CommandResult res = dump(nested(199));  // 200 levels: the comparison is one
+  EXPECT_EQ(res.exit_code, 0) << res.err;
+  EXPECT_EQ(SplitLines(res.out).size(), r.events.size());
+  res = dump(nested(200));
+  EXPECT_EQ(res.exit_code, 2);
+  EXPECT_NE(res.err.find("--filter: expression nested too deeply (at most 200 levels of '(' and '!')"),
+            std::string::npos) << res.err;
+  res = dump(std::string(199, '!') + "$tid == 0");
+  EXPECT_EQ(res.exit_code, 0) << res.err;
+  EXPECT_EQ(SplitLines(res.out).size(), r.events.size());
+  res = dump(std::string(60000, '!') + "$tid == 0");
+  EXPECT_EQ(res.exit_code, 2);
+  EXPECT_NE(res.err.find("nested too deeply"), std::string::npos) << res.err;
+
+  const auto chain = [](int n) {
+    std::string text = "$tid == 0";
+    for (int i = 1; i < n; ++i) text += "||$tid>0";
+    return text;
+  };
+  res = dump(chain(4096));
+  EXPECT_EQ(res.exit_code, 0) << res.err;
+  EXPECT_EQ(SplitLines(res.out).size(), r.events.size());
+  res = dump(chain(4097));
+  EXPECT_EQ(res.exit_code, 2);
+  EXPECT_NE(res.err.find("--filter: more than 4096 comparisons"), std::string::npos) << res.err;
+
+  std::string at_limit = "$tid > 0" + std::string(64 * 1024 - 8, ' ');
+  res = dump(at_limit);
+  EXPECT_EQ(res.exit_code, 0) << res.err;
+  res = dump(at_limit + " ");
+  EXPECT_EQ(res.exit_code, 2);
+  EXPECT_NE(res.err.find("--filter: longer than 65536 bytes"), std::string::npos) << res.err;
+}
+
 TEST_F(CliTest, DumpArgumentsAndDamagedTraces) {
   CommandResult res = Run({"dump", "--help"});
   EXPECT_EQ(res.exit_code, 0);

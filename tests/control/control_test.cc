@@ -380,3 +380,60 @@ TEST(ControlProtocolTest, DecodeReportsTheLine) {
 
 }  // namespace
 }  // namespace hush::controltest
+
+namespace hush::controltest {
+namespace {
+
+// Issue 17: a `start` whose filter is 20,000 parentheses (or 60,000 '!') overflowed the
+// hush-control thread's stack and took the program down. Every limit of a request (filter size
+// and nesting, pattern length and count, the message size) is answered with an error and the
+// program keeps serving; at the limits the session starts.
+TEST(ControlTest, HostileStartRequestsAreRefusedAndTheProgramLives) {
+  Target t(CONTROL_TARGET, {}, {"HUSHTRACE_CONTROL=1"});
+  ASSERT_TRUE(t.ok());
+  TempDir dir;
+  const std::string start = "hushtrace-control 1 start\noutput " + dir.path() + "/t\n";
+  const auto nested = [](std::size_t n, const std::string& inner) {
+    return std::string(n, '(') + inner + std::string(n, ')');
+  };
+  std::string many_patterns;
+  for (int i = 0; i < 1025; ++i) many_patterns += "event a\n";
+  const std::pair<std::string, std::string> refused[] = {
+      {"event ctl:*\nfilter " + nested(20000, "seq") + "\n",
+       "error bad filter, column 4097: filter longer than 4096 bytes\n"},
+      {"event ctl:*\nfilter " + std::string(60000, '!') + "seq\n",
+       "error bad filter, column 4097: filter longer than 4096 bytes\n"},
+      {"event ctl:*\nfilter " + nested(65, "seq") + "\n",
+       "error bad filter, column 65: expression nested too deeply (at most 64 levels of '(' and '!')\n"},
+      {"event ctl:" + std::string(253, '*') + "\n", "error event pattern 1 is 257 bytes long (at most 256)\n"},
+      {many_patterns, "error 1025 event patterns (at most 1024)\n"},
+      {"event ctl:*\nmode flight\nsnapshot-on " + std::string(257, '?') + "\n",
+       "error snapshot-on pattern 1 is 257 bytes long (at most 256)\n"},
+  };
+  for (const auto& [fields, reply] : refused) {
+    const std::string got = RawRequest(t.pid(), start + fields);
+    EXPECT_EQ(got.substr(0, got.find('\n') + 1), reply) << fields.substr(0, 80);
+    EXPECT_EQ(t.Command("emit 1"), "done");  // alive and untraced
+  }
+  // A request one byte over the message limit, then one at it (padded with a long filter of
+  // spaces beyond the filter limit: refused by the filter's, not the message's, limit).
+  std::string at_limit = start + "event ctl:*\nfilter seq";
+  at_limit += std::string(control::kMaxMessage - at_limit.size() - 1, ' ') + "\n";
+  ASSERT_EQ(at_limit.size(), control::kMaxMessage);
+  EXPECT_EQ(RawRequest(t.pid(), at_limit).rfind("error bad filter, column 4097: filter longer than", 0), 0u);
+  EXPECT_EQ(RawRequest(t.pid(), at_limit + "x").rfind("error request larger than 65536 bytes", 0), 0u);
+  // At the limits: 64 levels in 4096 bytes, a 256-byte pattern.
+  std::string filter = nested(64, "seq >= 8");
+  filter += std::string(4096 - filter.size(), ' ');
+  const std::string ok = RawRequest(
+      t.pid(), start + "event ctl:" + std::string(252, '*') + "\nfilter " + filter + "\n");
+  ASSERT_EQ(ok.rfind("ok\n", 0), 0u) << ok;
+  EXPECT_EQ(t.Command("emit 5"), "done");
+  ASSERT_EQ(Cli({"stop", std::to_string(t.pid())}).status, 0);
+  const TickSummary ticks = ReadTicks(dir.path() + "/t");
+  EXPECT_EQ(ticks.ticks, 3u);  // seq 0..5 were emitted before the start, then 6..10: 8, 9, 10
+  EXPECT_EQ(ticks.first, 8u);
+}
+
+}  // namespace
+}  // namespace hush::controltest
