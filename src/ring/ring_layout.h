@@ -31,6 +31,9 @@ inline constexpr std::size_t kRingHeaderSize = 4096;
 inline constexpr std::uint32_t kMaxSubbufCount = 256;
 inline constexpr std::uint32_t kMinSubbufCount = 2;
 inline constexpr std::size_t kMinSubbufSize = 4096;
+inline constexpr std::size_t kMaxSubbufSize = std::size_t{1} << 20;
+// The largest ring a thread can have (Core::Start refuses a larger buffer size): 256 MiB.
+inline constexpr std::size_t kMaxBufferSize = kMaxSubbufSize * kMaxSubbufCount;
 
 // CTF packet header + context: fixed offsets (docs/format.md, section 3).
 inline constexpr std::uint32_t kCtfMagic = 0xC1FC1FC1;

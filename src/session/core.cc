@@ -272,6 +272,11 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
     *error = "buffer size must be at least 16k";
     return false;
   }
+  if (options_.buffer_size > ring::kMaxBufferSize) {
+    *error = "buffer size " + std::to_string(options_.buffer_size) + " is above the largest ring, 256M (" +
+             std::to_string(ring::kMaxSubbufCount) + " sub-buffers of 1M)";
+    return false;
+  }
   if (!options_.snapshot_on.empty() && options_.mode != Mode::kFlight) {
     *error = "snapshot triggers (snapshot_on) need flight mode";
     return false;

@@ -550,6 +550,10 @@ TEST_F(CliRecord, BadArguments) {
       {{"--buffer-size", "", CLI_TP_PIE}, "bad buffer size ''"},
       {{"--buffer-size", "17179869185G", CLI_TP_PIE}, "bad buffer size"},
       {{"--buffer-size", "99999999999999999999999", CLI_TP_PIE}, "bad buffer size"},
+      // Issue 17: above the largest ring (256 sub-buffers of 1 MiB) was cut to 256M without a word.
+      {{"--buffer-size", "257M", CLI_TP_PIE}, "bad buffer size '257M': use a size from 16k to 256M"},
+      {{"--buffer-size", "268435457", CLI_TP_PIE}, "bad buffer size '268435457'"},
+      {{"--buffer-size", "4G", CLI_TP_PIE}, "bad buffer size '4G'"},
       {{"-e", "", CLI_TP_PIE}, "empty event pattern"},
       {{"-e", " , ", CLI_TP_PIE}, "empty event pattern"},
       {{"-e"}, "option --events needs a value"},

@@ -409,6 +409,8 @@ TEST(ControlTest, HostileStartRequestsAreRefusedAndTheProgramLives) {
       {many_patterns, "error 1025 event patterns (at most 1024)\n"},
       {"event ctl:*\nmode flight\nsnapshot-on " + std::string(257, '?') + "\n",
        "error snapshot-on pattern 1 is 257 bytes long (at most 256)\n"},
+      {"event ctl:*\nbuffer-size 16G\n",
+       "error buffer size 17179869184 is above the largest ring, 256M (256 sub-buffers of 1M)\n"},
   };
   for (const auto& [fields, reply] : refused) {
     const std::string got = RawRequest(t.pid(), start + fields);

@@ -34,7 +34,7 @@ constexpr char kStartUsage[] =
     "  -o, --output DIR         trace directory, created 0700 by the process. Default:\n"
     "                           ./hushtrace-YYYYMMDD-HHMMSS-PID\n"
     "      --mode stream|flight default stream\n"
-    "      --buffer-size SIZE   ring buffer per thread (256k, 4M...). Default: 1M\n"
+    "      --buffer-size SIZE   ring buffer per thread, 16k to 256M (256k, 4M...). Default: 1M\n"
     "      --filter EXPR        record only events whose fields satisfy EXPR, e.g.\n"
     "                           'bytes > 1000 && fd != 3' (==, !=, <, <=, >, >=, &&, ||, !, ())\n"
     "      --snapshot-on PATTERN  flight mode: write a snapshot when an event matching PATTERN\n"

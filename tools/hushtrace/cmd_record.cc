@@ -22,6 +22,7 @@
 #include "commands.h"
 #include "filter/filter.h"
 #include "filter/pattern_limits.h"
+#include "ring/ring_layout.h"
 #include "hushtrace/reader.h"
 #include "record_functions.h"
 
@@ -47,7 +48,7 @@ constexpr char kUsage[] =
     "                           when PROGRAM exits or receives SIGUSR2\n"
     "      --buffer-size SIZE   ring buffer per thread: bytes or with a k, M or G suffix (256k, "
     "4M),\n"
-    "                           from 16k to 4G. Default: 1M\n"
+    "                           from 16k to 256M. Default: 1M\n"
     "      --filter EXPR        record only events whose fields satisfy EXPR, e.g.\n"
     "                           'bytes > 1000 && fd != 3' (==, !=, <, <=, >, >=, &&, ||, !, ()).\n"
     "                           Checked here: an expression that does not parse is refused\n"
@@ -81,7 +82,7 @@ constexpr char kUsage[] =
     "127 if PROGRAM cannot be run.\n";
 
 constexpr std::size_t kMinBufferSize = std::size_t{16} << 10;
-constexpr unsigned long long kMaxBufferSize = 4ull << 30;
+constexpr unsigned long long kMaxBufferSize = ring::kMaxBufferSize;  // the runtime refuses more
 
 int BadArguments(const std::string& message) {
   std::fprintf(stderr, "hushtrace record: %s\n(see 'hushtrace record --help')\n", message.c_str());
@@ -372,7 +373,7 @@ int ParseOptions(int argc, char** argv, Options* o) {
       std::size_t size;
       if (!ParseBufferSize(value, &size) || size < kMinBufferSize) {
         return BadArguments("bad buffer size '" + value +
-                            "': use a size from 16k to 4G (e.g. 256k, 4M)");
+                            "': use a size from 16k to 256M (e.g. 256k, 4M)");
       }
       o->buffer_size = value;
     }
