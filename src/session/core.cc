@@ -687,6 +687,8 @@ void Core::Stop() {
   lock.lock();
   if (!forked_child_) {  // a fork child shares its parent's metadata (docs/format.md)
     clock::Refine(calibration_);
+    info_.events_lost_on_write = Stats().events_lost_on_write;
+    info_.events_without_buffer = unattached_events_.load(std::memory_order_relaxed);  // counter only
     std::string error;
     if (!WriteMetadata(&error)) std::fprintf(stderr, "hushtrace: %s\n", error.c_str());
   }

@@ -3,9 +3,11 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdint>
@@ -437,13 +439,32 @@ bool SetFunctionEnvironment(const Options& o, const char* program) {
 // usual cause is a ring too small for the thread's rate (whole-program function tracing of
 // call-heavy code writes tens of millions of events per second) or the consumer thread kept off
 // a CPU for a few ms. Packet headers only (Trace::Open reads no event). Flight mode's
-// overwrites are the point of that mode and are not reported here.
+// overwrites are the point of that mode and are not reported here. Events the stream files could
+// not take (a full disk) are counted with the discarded ones on disk; the runtime records how many
+// in the metadata (hushtrace_events_lost_on_write), and they are said apart: a larger ring does
+// not help them.
+std::uint64_t EnvCount(const reader::Trace& trace, std::string_view key) {
+  const std::string_view v = trace.metadata().Env(key);
+  std::uint64_t n = 0;
+  for (char c : v) n = c >= '0' && c <= '9' ? n * 10 + static_cast<std::uint64_t>(c - '0') : n;
+  return n;
+}
+
 void ReportDiscards(const std::string& dir, const std::string& buffer_size) {
   std::string error;
   const std::unique_ptr<reader::Trace> trace = reader::Trace::Open(dir, &error);
   if (!trace) return;  // `report` explains what is wrong with it
   std::uint64_t discarded = 0;
   for (const reader::StreamInfo& s : trace->streams()) discarded += s.DiscardedOnly();
+  // On disk, a packet's events_discarded includes the events that failed to be written before it.
+  const std::uint64_t not_written = EnvCount(*trace, "hushtrace_events_lost_on_write");
+  if (not_written != 0) {
+    std::fprintf(stderr,
+                 "hushtrace: %llu events could not be written to %s (see the runtime's message above: a "
+                 "full disk or a failing file system); the buffer size does not change that\n",
+                 static_cast<unsigned long long>(not_written), dir.c_str());
+  }
+  discarded -= std::min(discarded, not_written);
   if (discarded == 0) return;
   std::fprintf(stderr,
                "hushtrace: %llu events were discarded (a thread's ring was full, or an event "
@@ -451,6 +472,29 @@ void ReportDiscards(const std::string& dir, const std::string& buffer_size) {
                "--buffer-size (now %s per thread) keeps those of a full ring ('hushtrace report "
                "%s' shows where)\n",
                static_cast<unsigned long long>(discarded), buffer_size.c_str(), dir.c_str());
+}
+
+// Bytes free for this user on the file system holding `path`; UINT64_MAX when unknown.
+std::uint64_t FreeBytes(const std::string& path) {
+  struct statvfs fs;
+  if (::statvfs(path.c_str(), &fs) != 0) return UINT64_MAX;
+  return static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize;
+}
+
+// Why no trace (or no event) was written, when a cause is visible from here: the directory was
+// removed or replaced during the run, or its file system is full (below one ring of free space:
+// no ring file could be created). "" otherwise.
+std::string VisibleCause(const std::string& dir, const struct stat& created, std::uint64_t ring_bytes) {
+  struct stat now;
+  if (::lstat(dir.c_str(), &now) != 0 || now.st_dev != created.st_dev || now.st_ino != created.st_ino) {
+    return dir + " was removed or replaced while the program ran";
+  }
+  const std::uint64_t free = FreeBytes(dir);
+  if (free < ring_bytes) {
+    return "the file system holding " + dir + " is full (" + std::to_string(free) +
+           " bytes free, less than one ring buffer)";
+  }
+  return "";
 }
 
 }  // namespace
@@ -479,6 +523,9 @@ int RunRecord(int argc, char** argv) {
     return status;
   }
   const std::string abs_dir = AbsolutePath(dir);
+  // Its identity, to tell at the end a directory removed (or replaced) during the run.
+  struct stat dir_stat;
+  const bool have_dir_stat = ::stat(abs_dir.c_str(), &dir_stat) == 0;
   auto remove_if_unused = [&] {
     if (!created) return;
     ::rmdir((abs_dir + "/.ring").c_str());  // only removes empty directories
@@ -595,6 +642,9 @@ int RunRecord(int argc, char** argv) {
     status = 1;
   }
 
+  std::size_t ring_bytes = 0;
+  ParseBufferSize(opts.buffer_size, &ring_bytes);
+  const std::string cause = have_dir_stat ? VisibleCause(abs_dir, dir_stat, ring_bytes) : "";
   if (Exists(abs_dir + "/metadata")) {
     std::fprintf(stderr, "hushtrace: trace written to %s\n", dir.c_str());
     ReportDiscards(abs_dir, opts.buffer_size);
@@ -602,12 +652,17 @@ int RunRecord(int argc, char** argv) {
       std::fprintf(
           stderr, "hushtrace: the trace may be incomplete: %s could not write the events it held\n",
           program);
+    } else if (CountStreams(abs_dir) == 0 && !cause.empty()) {
+      std::fprintf(stderr, "hushtrace: no event was recorded: %s\n", cause.c_str());
     } else if (CountStreams(abs_dir) == 0) {
       std::fprintf(stderr,
                    "hushtrace: no event was recorded: check the -e patterns against "
                    "'hushtrace list %s' (and its libraries)\n",
                    program);
     }
+  } else if (!cause.empty()) {
+    std::fprintf(stderr, "hushtrace: warning: no trace was written to %s: %s\n", dir.c_str(), cause.c_str());
+    remove_if_unused();
   } else {
     std::fprintf(
         stderr,
