@@ -414,8 +414,19 @@ void Core::StartSched() {
 bool Core::WriteMetadata(std::string* error) {
   const FileSizeSignalGuard no_sigxfsz;
   info_.clock = calibration_;
-  return WriteFileAt(dirfd_, "metadata",
-                     format::BuildMetadata(info_, GlobalRegistry().EventsWithIds()), error);
+  const std::string text = format::BuildMetadata(info_, GlobalRegistry().EventsWithIds());
+  if (WriteFileAt(dirfd_, "metadata", text, error)) return true;
+  // A full file system (the usual reason events were lost on write) has no room for the new copy,
+  // but the blocks of the metadata written at start are there: overwrite it in place, which
+  // allocates nothing while the text does not outgrow them. Not atomic, so only as a fallback.
+  if (errno != ENOSPC && errno != EDQUOT) return false;
+  const int fd = ::openat(dirfd_, "metadata", O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool ok = ::pwrite(fd, text.data(), text.size(), 0) == static_cast<ssize_t>(text.size()) &&
+                  ::ftruncate(fd, static_cast<off_t>(text.size())) == 0;
+  ::close(fd);
+  if (ok) error->clear();
+  return ok;
 }
 
 ring::Ring* Core::Attach(internal::ThreadWriter& w, bool fresh) {
