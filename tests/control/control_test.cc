@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -435,6 +436,98 @@ TEST(ControlTest, HostileStartRequestsAreRefusedAndTheProgramLives) {
   const TickSummary ticks = ReadTicks(dir.path() + "/t");
   EXPECT_EQ(ticks.ticks, 3u);  // seq 0..5 were emitted before the start, then 6..10: 8, 9, 10
   EXPECT_EQ(ticks.first, 8u);
+}
+
+}  // namespace
+}  // namespace hush::controltest
+
+namespace hush::controltest {
+namespace {
+
+std::uint64_t NowMs() {
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000 + static_cast<std::uint64_t>(ts.tv_nsec) / 1000000;
+}
+
+// Issue 17: `kill -STOP P; hushtrace stop P` waited 60 s, said "no reply", and the stop happened
+// after SIGCONT anyway. Now the CLI refuses a stopped process at once, a request read after its
+// deadline is refused unread, and nothing happens late.
+TEST(ControlTest, StoppedProcessAnswersAtOnceAndNothingHappensLate) {
+  Target t(CONTROL_TARGET, {}, {"HUSHTRACE_CONTROL=1"});
+  ASSERT_TRUE(t.ok());
+  TempDir dir;
+  const std::string pid = std::to_string(t.pid());
+  ASSERT_EQ(Cli({"start", pid, "-e", "ctl:tick", "-o", dir.path() + "/t"}).status, 0);
+  ASSERT_EQ(::kill(t.pid(), SIGSTOP), 0);
+  for (int i = 0; i < 1000; ++i) {  // until the kernel shows it stopped
+    if (clitest::ReadFile("/proc/" + pid + "/stat").find(") T ") != std::string::npos) break;
+    ::usleep(1000);
+  }
+  const auto before = NowMs();
+  const RunResult r = Cli({"stop", pid});
+  EXPECT_LT(NowMs() - before, 10000u);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("process " + pid + " is stopped (by a signal: SIGCONT resumes it): it cannot act on "
+                       "the request; nothing was sent"),
+            std::string::npos) << r.err;
+  // A request already queued when the process stopped, whose deadline passes meanwhile.
+  const std::string path = control::SocketPath(::geteuid(), t.pid());
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  const int c = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  ASSERT_EQ(::connect(c, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const std::string expiring = "hushtrace-control 1 stop\ndeadline-ms " + std::to_string(NowMs() + 100) + "\n";
+  ASSERT_EQ(::send(c, expiring.data(), expiring.size(), MSG_NOSIGNAL), static_cast<ssize_t>(expiring.size()));
+  ::usleep(300 * 1000);
+  ASSERT_EQ(::kill(t.pid(), SIGCONT), 0);
+  std::string reply(4096, '\0');
+  const ssize_t n = ::recv(c, reply.data(), reply.size(), 0);
+  ::close(c);
+  reply.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  EXPECT_EQ(reply.rfind("error stop: the request expired ", 0), 0u) << reply;
+  EXPECT_NE(reply.find("nothing was done"), std::string::npos) << reply;
+  // Still running: the session was not stopped, late or otherwise.
+  EXPECT_EQ(t.Command("emit 3"), "done");
+  RunResult status = Cli({"status", pid});
+  EXPECT_EQ(StatusValue(status.out, "session"), "active") << status.out;
+  // A deadline still ahead is honoured.
+  EXPECT_EQ(RawRequest(t.pid(), "hushtrace-control 1 status\ndeadline-ms " + std::to_string(NowMs() + 60000) + "\n")
+                .rfind("ok\n", 0), 0u);
+  EXPECT_EQ(RawRequest(t.pid(), "hushtrace-control 1 status\ndeadline-ms soon\n")
+                .rfind("error malformed request: bad deadline-ms 'soon'", 0), 0u);
+  ASSERT_EQ(Cli({"stop", pid}).status, 0);
+  EXPECT_EQ(ReadTicks(dir.path() + "/t").ticks, 3u);
+}
+
+// Issue 17: a `start` killed while waiting left a session running that the next `start`
+// tripped over. A request whose client is gone when the process reads it is dropped.
+TEST(ControlTest, StartWhoseClientIsGoneLeavesNoSession) {
+  Target t(CONTROL_TARGET, {}, {"HUSHTRACE_CONTROL=1"});
+  ASSERT_TRUE(t.ok());
+  TempDir dir;
+  const std::string pid = std::to_string(t.pid());
+  ASSERT_EQ(::kill(t.pid(), SIGSTOP), 0);  // so that the client is gone before the read
+  const std::string path = control::SocketPath(::geteuid(), t.pid());
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  const int c = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  ASSERT_EQ(::connect(c, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const std::string start = "hushtrace-control 1 start\nevent ctl:*\noutput " + dir.path() + "/gone\n";
+  ASSERT_EQ(::send(c, start.data(), start.size(), MSG_NOSIGNAL), static_cast<ssize_t>(start.size()));
+  ::close(c);  // the client dies while the process is stopped
+  ASSERT_EQ(::kill(t.pid(), SIGCONT), 0);
+  EXPECT_EQ(t.Command("emit 1"), "done");
+  RunResult status = Cli({"status", pid});
+  EXPECT_EQ(StatusValue(status.out, "session"), "none") << status.out;
+  EXPECT_FALSE(clitest::PathExists(dir.path() + "/gone"));
+  // The next start works.
+  ASSERT_EQ(Cli({"start", pid, "-e", "ctl:tick", "-o", dir.path() + "/t"}).status, 0);
+  EXPECT_EQ(t.Command("emit 2"), "done");
+  ASSERT_EQ(Cli({"stop", pid}).status, 0);
+  EXPECT_EQ(ReadTicks(dir.path() + "/t").ticks, 2u);
 }
 
 }  // namespace
