@@ -87,7 +87,15 @@ bool CopyTrace(const std::string& from, const std::string& to, std::string* erro
   while (const dirent* e = ::readdir(dir)) {
     const std::string name = e->d_name;
     if (name != "metadata" && name.rfind("stream_", 0) != 0) continue;
+    // O_NONBLOCK and the type check: a FIFO planted in the trace directory must not hang us.
     const int in = ::open((from + "/" + name).c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (in >= 0 && (::fstat(in, &st) != 0 || !S_ISREG(st.st_mode))) {
+      *error = from + "/" + name + ": not a regular file";
+      ::close(in);
+      ok = false;
+      break;
+    }
     const int out = ::open((to + "/" + name).c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     char buf[1 << 16];
     ssize_t n = 0;
