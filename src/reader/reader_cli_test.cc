@@ -215,6 +215,28 @@ std::string LineWith(const std::string& text, const std::string& needle) {
   return "<no line with " + needle + ">";
 }
 
+// Issue 17: a hostile clock offset printed "1677-09-21 00:12:44.-854 UTC" (a time clamped to the
+// int64 range, then a negative remainder). Out-of-range times say so; times before 1970 round
+// down.
+TEST_F(CliTest, ReportWallClockOfHostileOffsets) {
+  const std::string events =
+      "event { name = \"s:a\"; id = 0; stream_id = 0; fields := struct { uint32_t x; }; };\n";
+  const std::string packet = PacketBuilder(10).Compact(0, 11, Le(std::uint32_t{1})).Build();
+  {
+    TempTrace t(SynthMetadata(events, 1000000000, -9000000000000000000LL), {packet});
+    const CommandResult res = Run({"report", t.dir()});
+    EXPECT_EQ(res.exit_code, 0) << res.err;
+    EXPECT_EQ(LineWith(res.out, "  start "), "  start      out of range (the metadata's clock offset is not a real time)");
+    EXPECT_EQ(res.out.find(".-"), std::string::npos) << res.out;
+  }
+  {
+    TempTrace t(SynthMetadata(events, 1000000000, -1), {packet});
+    const CommandResult res = Run({"report", t.dir()});
+    EXPECT_EQ(res.exit_code, 0) << res.err;
+    EXPECT_EQ(LineWith(res.out, "  start "), "  start      1969-12-31 23:59:59.000 UTC");
+  }
+}
+
 TEST_F(CliTest, ReportSummarizesTheRecordedTrace) {
   const RecordedTrace& r = Recorded();
   ASSERT_EQ(r.error, "");
