@@ -42,7 +42,8 @@ TEST(FilterParseTest, NestingIsBoundedAtTheLimit) {
   EXPECT_NE(Parse(std::string(kMaxNesting, '!') + "seq", &error), nullptr) << error;
   EXPECT_EQ(ParseError(std::string(kMaxNesting + 1, '!') + "seq"),
             "column 65: expression nested too deeply (at most 64 levels of '(' and '!')");
-  EXPECT_EQ(ParseError(nested(20000)).rfind("column 65: expression nested too deeply", 0), 0u);
+  EXPECT_EQ(ParseError(nested(2000)).rfind("column 65: expression nested too deeply", 0), 0u);
+  EXPECT_EQ(ParseError(nested(20000)), "column 4097: filter longer than 4096 bytes");
   EXPECT_EQ(ParseError(std::string(4000, '!') + "seq").rfind("column 65: expression nested too deeply", 0), 0u);
   // Levels are counted on the way down only: siblings do not add up.
   std::string siblings = nested(kMaxNesting);

@@ -291,16 +291,23 @@ TEST(ControlTest, AnotherUserIsRefused) {
   ExpectPrivateTrace(parent + "/trace", 65534);
 }
 
-std::string RawRequest(pid_t pid, const std::string& bytes) {
+// A socket connected to the control socket of `pid`; -1 if the connection failed.
+int ConnectRaw(pid_t pid) {
   const std::string path = control::SocketPath(::geteuid(), pid);
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+  if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     ::close(fd);
-    return "connect failed";
+    return -1;
   }
+  return fd;
+}
+
+std::string RawRequest(pid_t pid, const std::string& bytes) {
+  const int fd = ConnectRaw(pid);
+  if (fd < 0) return "connect failed";
   ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
   std::string reply(control::kMaxMessage, '\0');
   const ssize_t n = ::recv(fd, reply.data(), reply.size(), 0);
@@ -341,12 +348,8 @@ TEST(ControlTest, MalformedRequestsGetAnErrorAndChangeNothing) {
   }
   EXPECT_EQ(RawRequest(t.pid(), "hushtrace-control 1 stop\n").rfind("error no active session\n", 0), 0u);
   // A client that connects and sends nothing does not wedge the server.
-  const std::string path = control::SocketPath(::geteuid(), t.pid());
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  const int idle = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  ASSERT_EQ(::connect(idle, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const int idle = ConnectRaw(t.pid());
+  ASSERT_GE(idle, 0);
   RunResult r = Cli({"status", pid});
   ::close(idle);
   ASSERT_EQ(r.status, 0) << r.err;
@@ -472,12 +475,8 @@ TEST(ControlTest, StoppedProcessAnswersAtOnceAndNothingHappensLate) {
                        "the request; nothing was sent"),
             std::string::npos) << r.err;
   // A request already queued when the process stopped, whose deadline passes meanwhile.
-  const std::string path = control::SocketPath(::geteuid(), t.pid());
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  const int c = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  ASSERT_EQ(::connect(c, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const int c = ConnectRaw(t.pid());
+  ASSERT_GE(c, 0);
   const std::string expiring = "hushtrace-control 1 stop\ndeadline-ms " + std::to_string(NowMs() + 100) + "\n";
   ASSERT_EQ(::send(c, expiring.data(), expiring.size(), MSG_NOSIGNAL), static_cast<ssize_t>(expiring.size()));
   ::usleep(300 * 1000);
@@ -509,12 +508,8 @@ TEST(ControlTest, StartWhoseClientIsGoneLeavesNoSession) {
   TempDir dir;
   const std::string pid = std::to_string(t.pid());
   ASSERT_EQ(::kill(t.pid(), SIGSTOP), 0);  // so that the client is gone before the read
-  const std::string path = control::SocketPath(::geteuid(), t.pid());
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  const int c = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  ASSERT_EQ(::connect(c, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const int c = ConnectRaw(t.pid());
+  ASSERT_GE(c, 0);
   const std::string start = "hushtrace-control 1 start\nevent ctl:*\noutput " + dir.path() + "/gone\n";
   ASSERT_EQ(::send(c, start.data(), start.size(), MSG_NOSIGNAL), static_cast<ssize_t>(start.size()));
   ::close(c);  // the client dies while the process is stopped
