@@ -142,11 +142,13 @@ std::string Status() {
 std::uint64_t MonotonicMs() {
   timespec ts;
   ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000 + static_cast<std::uint64_t>(ts.tv_nsec) / 1000000;
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000 +
+         static_cast<std::uint64_t>(ts.tv_nsec) / 1000000;
 }
 
 bool ParseDeadline(const std::string& text, std::uint64_t* out) {
-  if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos) {
+  if (text.empty() || text.size() > 19 ||
+      text.find_first_not_of("0123456789") != std::string::npos) {
     return false;
   }
   *out = std::stoull(text);
@@ -232,7 +234,8 @@ void Serve(int listen_fd) {
                       NowUs(CLOCK_MONOTONIC) - wall, NowUs(CLOCK_THREAD_CPUTIME_ID) - cpu);
         reply += times;
       }
-      const bool sent = ::send(c, reply.data(), reply.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(reply.size());
+      const bool sent =
+          ::send(c, reply.data(), reply.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(reply.size());
       // A session this request started for a client that is gone (killed while it waited) is
       // stopped again: nobody knows of it, and it would make the next `start` fail.
       if (!sent && reply.rfind("ok\noutput ", 0) == 0 && StartedBy(buf.data(), n)) {

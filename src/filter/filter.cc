@@ -186,11 +186,13 @@ std::string Caret(const std::string& text, std::size_t column) {
   constexpr std::size_t kCaretWindow = 72;
   std::size_t at = column > 0 ? column - 1 : 0;
   if (text.size() <= kCaretWindow) return "  " + text + "\n  " + std::string(at, ' ') + "^";
-  const std::size_t begin = at > kCaretWindow / 2 ? std::min(at - kCaretWindow / 2, text.size() - kCaretWindow) : 0;
+  const std::size_t begin =
+      at > kCaretWindow / 2 ? std::min(at - kCaretWindow / 2, text.size() - kCaretWindow) : 0;
   const std::string prefix = begin > 0 ? "..." : "";
   const std::string suffix = begin + kCaretWindow < text.size() ? "..." : "";
   at = at - begin + prefix.size();
-  return "  " + prefix + text.substr(begin, kCaretWindow) + suffix + "\n  " + std::string(at, ' ') + "^";
+  return "  " + prefix + text.substr(begin, kCaretWindow) + suffix + "\n  " + std::string(at, ' ') +
+         "^";
 }
 
 std::unique_ptr<Program> Program::Bind(const Parsed& parsed, const std::vector<std::string>& names,

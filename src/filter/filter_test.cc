@@ -35,7 +35,9 @@ TEST(FilterParseTest, CaretUnderTheColumn) {
 // stack. Each limit is accepted exactly at its value and refused one past it, with the column.
 TEST(FilterParseTest, NestingIsBoundedAtTheLimit) {
   std::string error;
-  const auto nested = [](std::size_t n) { return std::string(n, '(') + "seq" + std::string(n, ')'); };
+  const auto nested = [](std::size_t n) {
+    return std::string(n, '(') + "seq" + std::string(n, ')');
+  };
   EXPECT_NE(Parse(nested(kMaxNesting), &error), nullptr) << error;
   EXPECT_EQ(ParseError(nested(kMaxNesting + 1)),
             "column 65: expression nested too deeply (at most 64 levels of '(' and '!')");
@@ -44,7 +46,9 @@ TEST(FilterParseTest, NestingIsBoundedAtTheLimit) {
             "column 65: expression nested too deeply (at most 64 levels of '(' and '!')");
   EXPECT_EQ(ParseError(nested(2000)).rfind("column 65: expression nested too deeply", 0), 0u);
   EXPECT_EQ(ParseError(nested(20000)), "column 4097: filter longer than 4096 bytes");
-  EXPECT_EQ(ParseError(std::string(4000, '!') + "seq").rfind("column 65: expression nested too deeply", 0), 0u);
+  EXPECT_EQ(ParseError(std::string(4000, '!') + "seq")
+                .rfind("column 65: expression nested too deeply", 0),
+            0u);
   // Levels are counted on the way down only: siblings do not add up.
   std::string siblings = nested(kMaxNesting);
   for (int i = 0; i < 20; ++i) siblings += " && " + nested(kMaxNesting);

@@ -25,8 +25,9 @@ inline bool CheckPatterns(const std::vector<std::string>& patterns, const std::s
   }
   for (std::size_t i = 0; i < patterns.size(); ++i) {
     if (patterns[i].size() > kMaxPatternBytes) {
-      *error = what + " pattern " + std::to_string(i + 1) + " is " + std::to_string(patterns[i].size()) +
-               " bytes long (at most " + std::to_string(kMaxPatternBytes) + ")";
+      *error = what + " pattern " + std::to_string(i + 1) + " is " +
+               std::to_string(patterns[i].size()) + " bytes long (at most " +
+               std::to_string(kMaxPatternBytes) + ")";
       return false;
     }
   }

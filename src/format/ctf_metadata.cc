@@ -85,7 +85,8 @@ std::string BuildMetadata(const TraceInfo& info, const std::vector<const registr
     m += "\thushtrace_events_lost_on_write = " + std::to_string(info.events_lost_on_write) + ";\n";
   }
   if (info.events_without_buffer != 0) {
-    m += "\thushtrace_events_without_buffer = " + std::to_string(info.events_without_buffer) + ";\n";
+    m +=
+        "\thushtrace_events_without_buffer = " + std::to_string(info.events_without_buffer) + ";\n";
   }
   m += "};\n\n";
   bool own_clock = true;

@@ -177,7 +177,8 @@ class Parser {
   // type is used: the same bound as the parser's own recursion.
   bool CheckLevels(const Type& t) {
     if (t.levels <= static_cast<std::uint32_t>(kMaxDepth)) return true;
-    return Fail(t.offset, "types nested too deeply (more than " + std::to_string(kMaxDepth) + " levels)");
+    return Fail(t.offset,
+                "types nested too deeply (more than " + std::to_string(kMaxDepth) + " levels)");
   }
 
   bool ParseType(TypePtr* out, int depth) {

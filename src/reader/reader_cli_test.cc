@@ -131,15 +131,19 @@ TEST_F(CliTest, DumpFiltersByNameAndTime) {
 TEST_F(CliTest, DumpFilterLimits) {
   const RecordedTrace& r = Recorded();
   ASSERT_EQ(r.error, "");
-  const auto dump = [&](const std::string& filter) { return Run({"dump", r.dir, "--filter", filter}); };
+  const auto dump = [&](const std::string& filter) {
+    return Run({"dump", r.dir, "--filter", filter});
+  };
   const auto nested = [](int n) { return std::string(n, '(') + "$tid > 0" + std::string(n, ')'); };
   CommandResult res = dump(nested(199));  // 200 levels: the comparison is one
   EXPECT_EQ(res.exit_code, 0) << res.err;
   EXPECT_EQ(SplitLines(res.out).size(), r.events.size());
   res = dump(nested(200));
   EXPECT_EQ(res.exit_code, 2);
-  EXPECT_NE(res.err.find("--filter: expression nested too deeply (at most 200 levels of '(' and '!')"),
-            std::string::npos) << res.err;
+  EXPECT_NE(
+      res.err.find("--filter: expression nested too deeply (at most 200 levels of '(' and '!')"),
+      std::string::npos)
+      << res.err;
   res = dump(std::string(199, '!') + "$tid == 0");
   EXPECT_EQ(res.exit_code, 0) << res.err;
   EXPECT_EQ(SplitLines(res.out).size(), r.events.size());
@@ -226,7 +230,8 @@ TEST_F(CliTest, ReportWallClockOfHostileOffsets) {
     TempTrace t(SynthMetadata(events, 1000000000, -9000000000000000000LL), {packet});
     const CommandResult res = Run({"report", t.dir()});
     EXPECT_EQ(res.exit_code, 0) << res.err;
-    EXPECT_EQ(LineWith(res.out, "  start "), "  start      out of range (the metadata's clock offset is not a real time)");
+    EXPECT_EQ(LineWith(res.out, "  start "),
+              "  start      out of range (the metadata's clock offset is not a real time)");
     EXPECT_EQ(res.out.find(".-"), std::string::npos) << res.out;
   }
   {

@@ -8,9 +8,9 @@
 #include <filesystem>
 #include <functional>
 #include <limits>
-#include <utility>
 #include <random>
 #include <tuple>
+#include <utility>
 
 #include "hushtrace/reader.h"
 #include "reader/reader_test_util.h"
@@ -163,7 +163,8 @@ TEST(ReaderMalformed, MetadataErrorsNameFileLineAndByte) {
   const std::function<std::string(int)> aliases = [&](int levels) {  // A0 is 2 levels
     std::string text = good + "typealias struct { integer { size = 8; align = 8; } x; } := A0;\n";
     for (int i = 1; i <= levels - 2; ++i) {
-      text += "typealias struct { A" + std::to_string(i - 1) + " x; } := A" + std::to_string(i) + ";\n";
+      text +=
+          "typealias struct { A" + std::to_string(i - 1) + " x; } := A" + std::to_string(i) + ";\n";
     }
     return text;
   };
@@ -172,13 +173,15 @@ TEST(ReaderMalformed, MetadataErrorsNameFileLineAndByte) {
     for (int i = 1; i < levels; ++i) text += "[1]";
     return text + ";\n";
   };
-  for (const auto& [what, make, many] : {std::tuple{"aliases", aliases, 5000}, std::tuple{"dims", dims, 100000}}) {
+  for (const auto& [what, make, many] :
+       {std::tuple{"aliases", aliases, 5000}, std::tuple{"dims", dims, 100000}}) {
     SCOPED_TRACE(what);
     TempTrace at_limit(make(32), {});
     std::string error;
     EXPECT_NE(Trace::Open(at_limit.dir(), &error), nullptr) << error;
     TempTrace past(make(33), {});
-    EXPECT_NE(OpenError(past.dir()).find("types nested too deeply (more than 32 levels)"), std::string::npos);
+    EXPECT_NE(OpenError(past.dir()).find("types nested too deeply (more than 32 levels)"),
+              std::string::npos);
     TempTrace lots(make(many), {});
     EXPECT_NE(OpenError(lots.dir()).find("types nested too deeply"), std::string::npos);
   }

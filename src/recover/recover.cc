@@ -714,17 +714,17 @@ class RingPlanner {
 // a count: it is noted and counted as 0 (what is kept cannot overflow the sums written).
 void ClampLossCounters(const RingFile& r, RingReport* rep) {
   constexpr std::uint64_t kMaxLoss = std::uint64_t{1} << 50;
-  const auto check = [&](std::uint64_t* counter, std::size_t offset, const char* name, bool impossible,
-                         const char* why) {
+  const auto check = [&](std::uint64_t* counter, std::size_t offset, const char* name,
+                         bool impossible, const char* why) {
     if (!impossible) return;
-    rep->notes.push_back(At(r.path, offset) + "ring header's " + name + " counter " + Num(*counter) +
-                         " is impossible (" + why + "); counted as 0");
+    rep->notes.push_back(At(r.path, offset) + "ring header's " + name + " counter " +
+                         Num(*counter) + " is impossible (" + why + "); counted as 0");
     *counter = 0;
   };
   check(&rep->overwritten, offsetof(RingHeader, overwritten), "overwritten",
         rep->overwritten != 0 && !r.flight, "a stream-mode ring overwrites nothing");
-  check(&rep->overwritten, offsetof(RingHeader, overwritten), "overwritten", rep->overwritten > kMaxLoss,
-        "more than 2^50 events");
+  check(&rep->overwritten, offsetof(RingHeader, overwritten), "overwritten",
+        rep->overwritten > kMaxLoss, "more than 2^50 events");
   check(&rep->discarded, offsetof(RingHeader, discarded), "discarded", rep->discarded > kMaxLoss,
         "more than 2^50 events");
 }
@@ -739,7 +739,8 @@ bool RecoverRing(const RingContext& ctx, const RingFile& r, RingReport* rep) {
 
   const std::string stream_name = "stream_" + Num(r.index);
   const std::string stream_path = ctx.dir + "/" + stream_name;
-  Fd fd(::openat(ctx.dirfd, stream_name.c_str(), (dry ? O_RDONLY : O_RDWR) | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
+  Fd fd(::openat(ctx.dirfd, stream_name.c_str(),
+                 (dry ? O_RDONLY : O_RDWR) | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
   if (!fd.ok() && errno != ENOENT) {
     rep->error = Errno(stream_path + ": cannot open");
     return false;

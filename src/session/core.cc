@@ -273,8 +273,9 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
     return false;
   }
   if (options_.buffer_size > ring::kMaxBufferSize) {
-    *error = "buffer size " + std::to_string(options_.buffer_size) + " is above the largest ring, 256M (" +
-             std::to_string(ring::kMaxSubbufCount) + " sub-buffers of 1M)";
+    *error = "buffer size " + std::to_string(options_.buffer_size) +
+             " is above the largest ring, 256M (" + std::to_string(ring::kMaxSubbufCount) +
+             " sub-buffers of 1M)";
     return false;
   }
   if (!options_.snapshot_on.empty() && options_.mode != Mode::kFlight) {
@@ -699,7 +700,8 @@ void Core::Stop() {
   if (!forked_child_) {  // a fork child shares its parent's metadata (docs/format.md)
     clock::Refine(calibration_);
     info_.events_lost_on_write = Stats().events_lost_on_write;
-    info_.events_without_buffer = unattached_events_.load(std::memory_order_relaxed);  // counter only
+    info_.events_without_buffer =
+        unattached_events_.load(std::memory_order_relaxed);  // counter only
     std::string error;
     if (!WriteMetadata(&error)) std::fprintf(stderr, "hushtrace: %s\n", error.c_str());
   }

@@ -86,13 +86,16 @@ TEST_F(RecordOptionsTest, HostileFilterInTheEnvironmentLeavesTheProgramRunning) 
   const std::string off = "; tracing is off";
   for (const auto& [filter, message] : std::vector<std::pair<std::string, std::string>>{
            {Nested(20000, "seq"), "bad filter, column 4097: filter longer than 4096 bytes"},
-           {std::string(60000, '!') + "seq", "bad filter, column 4097: filter longer than 4096 bytes"},
+           {std::string(60000, '!') + "seq",
+            "bad filter, column 4097: filter longer than 4096 bytes"},
            {Nested(65, "argc == 3"), "bad filter, column 65: expression nested too deeply"},
-           {std::string(65, '!') + "argc", "bad filter, column 65: expression nested too deeply"}}) {
+           {std::string(65, '!') + "argc",
+            "bad filter, column 65: expression nested too deeply"}}) {
     const RunResult r = run(filter, dir_ + "/refused");
     EXPECT_EQ(r.status, 7) << r.err.substr(0, 300);  // the program ran to its own exit
     EXPECT_NE(r.err.find("hushtrace: cannot start the session from the environment: " + message),
-              std::string::npos) << r.err.substr(0, 300);
+              std::string::npos)
+        << r.err.substr(0, 300);
     EXPECT_LT(r.err.size(), 1000u) << "the message shows a window of the filter, not all of it";
     EXPECT_FALSE(PathExists(dir_ + "/refused"));
   }
@@ -111,16 +114,19 @@ TEST_F(RecordOptionsTest, HostileFilterAndPatternsAreRefusedBeforeTheProgramRuns
   EXPECT_LT(r.err.size(), 1000u);
   r = Record({"--filter", std::string(65, '!') + "argc", "-o", trace, CLI_TP_NOPIE, "exit", "0"});
   EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.err.find("bad filter, column 65: expression nested too deeply"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("bad filter, column 65: expression nested too deeply"), std::string::npos)
+      << r.err;
   r = Record({"-e", "x,cliprog:" + std::string(248, '*'), "-o", trace, CLI_TP_NOPIE, "exit", "0"});
   EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.err.find("event pattern 2 is 257 bytes long (at most 256)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("event pattern 2 is 257 bytes long (at most 256)"), std::string::npos)
+      << r.err;
   std::string many = "a";
   for (int i = 1; i < 1025; ++i) many += ",a";
   r = Record({"-e", many, "-o", trace, CLI_TP_NOPIE, "exit", "0"});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("1025 event patterns (at most 1024)"), std::string::npos) << r.err;
-  r = Record({"--snapshot-on", "cliprog:" + std::string(249, '?'), "-o", trace, CLI_TP_NOPIE, "exit", "0"});
+  r = Record({"--snapshot-on", "cliprog:" + std::string(249, '?'), "-o", trace, CLI_TP_NOPIE,
+              "exit", "0"});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("snapshot-on pattern 1 is 257 bytes long"), std::string::npos) << r.err;
   EXPECT_FALSE(PathExists(trace));

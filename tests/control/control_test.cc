@@ -408,8 +408,10 @@ TEST(ControlTest, HostileStartRequestsAreRefusedAndTheProgramLives) {
       {"event ctl:*\nfilter " + std::string(60000, '!') + "seq\n",
        "error bad filter, column 4097: filter longer than 4096 bytes\n"},
       {"event ctl:*\nfilter " + nested(65, "seq") + "\n",
-       "error bad filter, column 65: expression nested too deeply (at most 64 levels of '(' and '!')\n"},
-      {"event ctl:" + std::string(253, '*') + "\n", "error event pattern 1 is 257 bytes long (at most 256)\n"},
+       "error bad filter, column 65: expression nested too deeply (at most 64 levels of '(' and "
+       "'!')\n"},
+      {"event ctl:" + std::string(253, '*') + "\n",
+       "error event pattern 1 is 257 bytes long (at most 256)\n"},
       {many_patterns, "error 1025 event patterns (at most 1024)\n"},
       {"event ctl:*\nmode flight\nsnapshot-on " + std::string(257, '?') + "\n",
        "error snapshot-on pattern 1 is 257 bytes long (at most 256)\n"},
@@ -426,8 +428,11 @@ TEST(ControlTest, HostileStartRequestsAreRefusedAndTheProgramLives) {
   std::string at_limit = start + "event ctl:*\nfilter seq";
   at_limit += std::string(control::kMaxMessage - at_limit.size() - 1, ' ') + "\n";
   ASSERT_EQ(at_limit.size(), control::kMaxMessage);
-  EXPECT_EQ(RawRequest(t.pid(), at_limit).rfind("error bad filter, column 4097: filter longer than", 0), 0u);
-  EXPECT_EQ(RawRequest(t.pid(), at_limit + "x").rfind("error request larger than 65536 bytes", 0), 0u);
+  EXPECT_EQ(
+      RawRequest(t.pid(), at_limit).rfind("error bad filter, column 4097: filter longer than", 0),
+      0u);
+  EXPECT_EQ(RawRequest(t.pid(), at_limit + "x").rfind("error request larger than 65536 bytes", 0),
+            0u);
   // At the limits: 64 levels in 4096 bytes, a 256-byte pattern.
   std::string filter = nested(64, "seq >= 8");
   filter += std::string(4096 - filter.size(), ' ');
@@ -450,7 +455,8 @@ namespace {
 std::uint64_t NowMs() {
   timespec ts;
   ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000 + static_cast<std::uint64_t>(ts.tv_nsec) / 1000000;
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000 +
+         static_cast<std::uint64_t>(ts.tv_nsec) / 1000000;
 }
 
 // Issue 17: `kill -STOP P; hushtrace stop P` waited 60 s, said "no reply", and the stop happened
@@ -471,14 +477,18 @@ TEST(ControlTest, StoppedProcessAnswersAtOnceAndNothingHappensLate) {
   const RunResult r = Cli({"stop", pid});
   EXPECT_LT(NowMs() - before, 10000u);
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.err.find("process " + pid + " is stopped (by a signal: SIGCONT resumes it): it cannot act on "
+  EXPECT_NE(r.err.find("process " + pid +
+                       " is stopped (by a signal: SIGCONT resumes it): it cannot act on "
                        "the request; nothing was sent"),
-            std::string::npos) << r.err;
+            std::string::npos)
+      << r.err;
   // A request already queued when the process stopped, whose deadline passes meanwhile.
   const int c = ConnectRaw(t.pid());
   ASSERT_GE(c, 0);
-  const std::string expiring = "hushtrace-control 1 stop\ndeadline-ms " + std::to_string(NowMs() + 100) + "\n";
-  ASSERT_EQ(::send(c, expiring.data(), expiring.size(), MSG_NOSIGNAL), static_cast<ssize_t>(expiring.size()));
+  const std::string expiring =
+      "hushtrace-control 1 stop\ndeadline-ms " + std::to_string(NowMs() + 100) + "\n";
+  ASSERT_EQ(::send(c, expiring.data(), expiring.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(expiring.size()));
   ::usleep(300 * 1000);
   ASSERT_EQ(::kill(t.pid(), SIGCONT), 0);
   std::string reply(4096, '\0');
@@ -492,10 +502,13 @@ TEST(ControlTest, StoppedProcessAnswersAtOnceAndNothingHappensLate) {
   RunResult status = Cli({"status", pid});
   EXPECT_EQ(StatusValue(status.out, "session"), "active") << status.out;
   // A deadline still ahead is honoured.
-  EXPECT_EQ(RawRequest(t.pid(), "hushtrace-control 1 status\ndeadline-ms " + std::to_string(NowMs() + 60000) + "\n")
-                .rfind("ok\n", 0), 0u);
+  EXPECT_EQ(RawRequest(t.pid(), "hushtrace-control 1 status\ndeadline-ms " +
+                                    std::to_string(NowMs() + 60000) + "\n")
+                .rfind("ok\n", 0),
+            0u);
   EXPECT_EQ(RawRequest(t.pid(), "hushtrace-control 1 status\ndeadline-ms soon\n")
-                .rfind("error malformed request: bad deadline-ms 'soon'", 0), 0u);
+                .rfind("error malformed request: bad deadline-ms 'soon'", 0),
+            0u);
   ASSERT_EQ(Cli({"stop", pid}).status, 0);
   EXPECT_EQ(ReadTicks(dir.path() + "/t").ticks, 3u);
 }
@@ -510,8 +523,10 @@ TEST(ControlTest, StartWhoseClientIsGoneLeavesNoSession) {
   ASSERT_EQ(::kill(t.pid(), SIGSTOP), 0);  // so that the client is gone before the read
   const int c = ConnectRaw(t.pid());
   ASSERT_GE(c, 0);
-  const std::string start = "hushtrace-control 1 start\nevent ctl:*\noutput " + dir.path() + "/gone\n";
-  ASSERT_EQ(::send(c, start.data(), start.size(), MSG_NOSIGNAL), static_cast<ssize_t>(start.size()));
+  const std::string start =
+      "hushtrace-control 1 start\nevent ctl:*\noutput " + dir.path() + "/gone\n";
+  ASSERT_EQ(::send(c, start.data(), start.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(start.size()));
   ::close(c);  // the client dies while the process is stopped
   ASSERT_EQ(::kill(t.pid(), SIGCONT), 0);
   EXPECT_EQ(t.Command("emit 1"), "done");

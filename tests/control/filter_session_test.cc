@@ -88,7 +88,8 @@ TEST(FilterSessionTest, BufferSizeAboveTheLargestRingIsRefused) {
   EXPECT_EQ(error, "buffer size 268435457 is above the largest ring, 256M (256 sub-buffers of 1M)");
   o.buffer_size = std::size_t{16} << 30;
   EXPECT_FALSE(hush::Session::Start(o, &error));
-  EXPECT_EQ(error, "buffer size 17179869184 is above the largest ring, 256M (256 sub-buffers of 1M)");
+  EXPECT_EQ(error,
+            "buffer size 17179869184 is above the largest ring, 256M (256 sub-buffers of 1M)");
   hush::clitest::RemoveTree(root);
 }
 

@@ -389,7 +389,8 @@ TEST(Recover, ImpossibleLossCountersAreClampedAndNamed) {
   };
   const Case cases[] = {
       {"overwritten", offsetof(hush::ring::RingHeader, overwritten), ~0ull,
-       "overwritten counter 18446744073709551615 is impossible (a stream-mode ring overwrites nothing); "
+       "overwritten counter 18446744073709551615 is impossible (a stream-mode ring overwrites "
+       "nothing); "
        "counted as 0"},
       {"overwritten one", offsetof(hush::ring::RingHeader, overwritten), 1,
        "overwritten counter 1 is impossible (a stream-mode ring overwrites nothing)"},
@@ -430,8 +431,9 @@ TEST(Recover, FifoInTheTraceDirectoryIsRefusedAtOnce) {
     const char* file;
     const char* command;
   };
-  const Case cases[] = {{".ring/ring_0", "recover"}, {"metadata", "recover"}, {"stream_1", "recover"},
-                        {"metadata", "dump"},        {"stream_1", "dump"},    {"stream_1", "report"},
+  const Case cases[] = {{".ring/ring_0", "recover"}, {"metadata", "recover"},
+                        {"stream_1", "recover"},     {"metadata", "dump"},
+                        {"stream_1", "dump"},        {"stream_1", "report"},
                         {".ring/crashed", "recover"}};
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(c.command) + " " + c.file);
@@ -450,7 +452,8 @@ TEST(Recover, FifoInTheTraceDirectoryIsRefusedAtOnce) {
     if (std::string(c.file) == ".ring/crashed") {
       // Only a note: the marker adds to the report, the trace is recovered without it.
       EXPECT_EQ(r.code, 0) << r.Describe();
-      EXPECT_NE(r.err.find(".ring/crashed is not a regular file; ignored"), std::string::npos) << r.Describe();
+      EXPECT_NE(r.err.find(".ring/crashed is not a regular file; ignored"), std::string::npos)
+          << r.Describe();
       continue;
     }
     EXPECT_EQ(r.code, 1) << r.Describe();

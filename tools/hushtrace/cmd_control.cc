@@ -39,7 +39,8 @@ constexpr char kStartUsage[] =
     "                           'bytes > 1000 && fd != 3' (==, !=, <, <=, >, >=, &&, ||, !, ())\n"
     "      --snapshot-on PATTERN  flight mode: write a snapshot when an event matching PATTERN\n"
     "                           is emitted (the event is recorded); repeat for several\n"
-    "      --snapshot-interval MS at most one triggered snapshot per MS milliseconds. Default: 1000\n";
+    "      --snapshot-interval MS at most one triggered snapshot per MS milliseconds. Default: "
+    "1000\n";
 
 int Bad(const char* command, const std::string& message) {
   std::fprintf(stderr, "hushtrace %s: %s\n(see 'hushtrace %s --help')\n", command, message.c_str(),
@@ -88,7 +89,8 @@ bool CopyTrace(const std::string& from, const std::string& to, std::string* erro
     const std::string name = e->d_name;
     if (name != "metadata" && name.rfind("stream_", 0) != 0) continue;
     // O_NONBLOCK and the type check: a FIFO planted in the trace directory must not hang us.
-    const int in = ::open((from + "/" + name).c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+    const int in =
+        ::open((from + "/" + name).c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
     struct stat st;
     if (in >= 0 && (::fstat(in, &st) != 0 || !S_ISREG(st.st_mode))) {
       *error = from + "/" + name + ": not a regular file";

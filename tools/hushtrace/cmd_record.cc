@@ -24,9 +24,9 @@
 #include "commands.h"
 #include "filter/filter.h"
 #include "filter/pattern_limits.h"
-#include "ring/ring_layout.h"
 #include "hushtrace/reader.h"
 #include "record_functions.h"
+#include "ring/ring_layout.h"
 
 namespace hush::cli {
 namespace {
@@ -57,21 +57,25 @@ constexpr char kUsage[] =
     "      --snapshot-on PATTERN  write a flight-recorder snapshot when an event matching\n"
     "                           PATTERN is emitted (the event is recorded); repeat or separate\n"
     "                           with commas. Implies --mode flight\n"
-    "      --snapshot-interval MS at most one triggered snapshot per MS milliseconds. Default: 1000\n"
+    "      --snapshot-interval MS at most one triggered snapshot per MS milliseconds. Default: "
+    "1000\n"
     "      --sched              also record PROGRAM's scheduler events (sched:switch_in/out,\n"
     "                           thread_start/exit/name) from perf_event_open; if the kernel\n"
     "                           refuses, PROGRAM says so once and the rest is recorded\n"
     "      --no-follow          children of PROGRAM do not trace. Default: a forked child writes\n"
     "                           its own streams into the trace, and an exec'd program linked with\n"
     "                           the runtime records into DIR/proc-PID (docs/format.md)\n"
-    "      --functions GLOB     trace the functions whose name matches GLOB (mangled or demangled,\n"
-    "                           e.g. 'fib*', 'ns::*', '*'); repeat or separate with commas. Needs a\n"
+    "      --functions GLOB     trace the functions whose name matches GLOB (mangled or "
+    "demangled,\n"
+    "                           e.g. 'fib*', 'ns::*', '*'); repeat or separate with commas. Needs "
+    "a\n"
     "                           PROGRAM built with patchable entries (clang or gcc\n"
     "                           -fpatchable-function-entry=5, or gcc -pg -mfentry -mnop-mcount\n"
     "                           -mrecord-mcount); one that does not link libhushtrace gets it\n"
     "                           through LD_PRELOAD. With --functions, -e defaults to func:*\n"
     "      --depth N            trace calls at most N traced frames deep (default: no limit)\n"
-    "      --min-duration D     keep only calls lasting at least D (500ns, 2us, 1ms): one func:call\n"
+    "      --min-duration D     keep only calls lasting at least D (500ns, 2us, 1ms): one "
+    "func:call\n"
     "                           event at their exit instead of func:entry + func:exit\n"
     "  -h, --help               print this help\n"
     "\n"
@@ -459,10 +463,11 @@ void ReportDiscards(const std::string& dir, const std::string& buffer_size) {
   // On disk, a packet's events_discarded includes the events that failed to be written before it.
   const std::uint64_t not_written = EnvCount(*trace, "hushtrace_events_lost_on_write");
   if (not_written != 0) {
-    std::fprintf(stderr,
-                 "hushtrace: %llu events could not be written to %s (see the runtime's message above: a "
-                 "full disk or a failing file system); the buffer size does not change that\n",
-                 static_cast<unsigned long long>(not_written), dir.c_str());
+    std::fprintf(
+        stderr,
+        "hushtrace: %llu events could not be written to %s (see the runtime's message above: a "
+        "full disk or a failing file system); the buffer size does not change that\n",
+        static_cast<unsigned long long>(not_written), dir.c_str());
   }
   discarded -= std::min(discarded, not_written);
   if (discarded == 0) return;
@@ -484,9 +489,11 @@ std::uint64_t FreeBytes(const std::string& path) {
 // Why no trace (or no event) was written, when a cause is visible from here: the directory was
 // removed or replaced during the run, or its file system is full (below one ring of free space:
 // no ring file could be created). "" otherwise.
-std::string VisibleCause(const std::string& dir, const struct stat& created, std::uint64_t ring_bytes) {
+std::string VisibleCause(const std::string& dir, const struct stat& created,
+                         std::uint64_t ring_bytes) {
   struct stat now;
-  if (::lstat(dir.c_str(), &now) != 0 || now.st_dev != created.st_dev || now.st_ino != created.st_ino) {
+  if (::lstat(dir.c_str(), &now) != 0 || now.st_dev != created.st_dev ||
+      now.st_ino != created.st_ino) {
     return dir + " was removed or replaced while the program ran";
   }
   const std::uint64_t free = FreeBytes(dir);
@@ -661,7 +668,8 @@ int RunRecord(int argc, char** argv) {
                    program);
     }
   } else if (!cause.empty()) {
-    std::fprintf(stderr, "hushtrace: warning: no trace was written to %s: %s\n", dir.c_str(), cause.c_str());
+    std::fprintf(stderr, "hushtrace: warning: no trace was written to %s: %s\n", dir.c_str(),
+                 cause.c_str());
     remove_if_unused();
   } else {
     std::fprintf(

@@ -89,7 +89,8 @@ std::string Value(double v) { return Format("%.6g", v); }
 // the metadata that no real clock has, and is said so rather than shown as a date in 1677.
 // Times before 1970 round down (floor), so the milliseconds are never negative.
 std::string WallClock(std::int64_t ns) {
-  if (ns == std::numeric_limits<std::int64_t>::min() || ns == std::numeric_limits<std::int64_t>::max()) {
+  if (ns == std::numeric_limits<std::int64_t>::min() ||
+      ns == std::numeric_limits<std::int64_t>::max()) {
     return "out of range (the metadata's clock offset is not a real time)";
   }
   std::int64_t s = ns / 1000000000, frac = ns % 1000000000;

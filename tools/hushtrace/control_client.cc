@@ -8,9 +8,8 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
-#include <unistd.h>
-
 #include <time.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
@@ -79,7 +78,8 @@ char ProcessState(pid_t pid) {
 std::uint64_t MonotonicMs() {
   timespec ts;
   ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000 + static_cast<std::uint64_t>(ts.tv_nsec) / 1000000;
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000 +
+         static_cast<std::uint64_t>(ts.tv_nsec) / 1000000;
 }
 
 }  // namespace
@@ -161,12 +161,14 @@ ControlReply SendControl(pid_t pid, const std::string& verb, const control::Fiel
   }
   if (n < 0 && (recv_errno == EAGAIN || recv_errno == EWOULDBLOCK)) {
     const std::string waited = std::to_string((kReplyTimeoutMs + kReplyGraceMs) / 1000) + " s";
-    reply.error = unread > 0 ? "no reply within " + waited + ": process " + std::to_string(pid) +
-                                   " did not read the request (stopped or busy); it has expired and will "
-                                   "not take effect"
-                             : "no reply within " + waited + ": process " + std::to_string(pid) +
-                                   " read the request but did not answer; it may have taken effect "
-                                   "('hushtrace status " + std::to_string(pid) + "' tells)";
+    reply.error = unread > 0
+                      ? "no reply within " + waited + ": process " + std::to_string(pid) +
+                            " did not read the request (stopped or busy); it has expired and will "
+                            "not take effect"
+                      : "no reply within " + waited + ": process " + std::to_string(pid) +
+                            " read the request but did not answer; it may have taken effect "
+                            "('hushtrace status " +
+                            std::to_string(pid) + "' tells)";
     return reply;
   }
   if (n < 0) {
