@@ -116,7 +116,7 @@ TEST_F(RecordOptionsTest, HostileFilterAndPatternsAreRefusedBeforeTheProgramRuns
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("bad filter, column 65: expression nested too deeply"), std::string::npos)
       << r.err;
-  r = Record({"-e", "x,cliprog:" + std::string(248, '*'), "-o", trace, CLI_TP_NOPIE, "exit", "0"});
+  r = Record({"-e", "x,cliprog:" + std::string(249, '*'), "-o", trace, CLI_TP_NOPIE, "exit", "0"});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("event pattern 2 is 257 bytes long (at most 256)"), std::string::npos)
       << r.err;
