@@ -192,7 +192,24 @@ void OnSnapshotSignal(int) { ::sem_post(&g_snapshot_sem); }  // async-signal-saf
 
 }  // namespace
 
+// The parent's session as a fork child sees it: its rings are not mapped here (MADV_DONTFORK,
+// ring_buffer.cc) and its stream descriptors are closed, so nothing in the child (a Stop() of the
+// copied Session, a child that drops its privileges) can write into the parent's trace.
+void Core::ReleaseParentInChild(Core* parent, bool keep_directories) {
+  parent->stopped_ = true;
+  for (std::uint32_t i = 0, n = parent->ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
+    if (parent->slots_[i].stream_fd >= 0) ::close(parent->slots_[i].stream_fd);
+    parent->slots_[i].stream_fd = -1;
+  }
+  if (keep_directories) return;  // a following child creates its own files there
+  for (int* fd : {&parent->dirfd_, &parent->ring_dirfd_}) {
+    if (*fd >= 0) ::close(*fd);
+    *fd = -1;
+  }
+}
+
 void Core::ForgetInChild() {
+  if (Core* parent = active_.load(std::memory_order_relaxed)) ReleaseParentInChild(parent, false);
   active_.store(nullptr, std::memory_order_relaxed);
   // The descriptors and the patched text are copy-on-write private memory: disabling them here
   // does not affect the parent. Only this thread exists in the child. Its static-key sites go
@@ -219,7 +236,6 @@ void Core::OnForkChild() {
   // child cannot write the parent's rings. The child gets a new Core (kept forever, as all
   // cores) writing its own rings and streams into the same directory, under the parent's
   // metadata: same event ids (the registry is a copy), same clock. Events stay enabled.
-  parent->stopped_ = true;
   auto* child = new Core();
   g_fork_child_core = child;
   child->options_ = parent->options_;
@@ -233,6 +249,7 @@ void Core::OnForkChild() {
   child->calibration_ = parent->calibration_;
   child->forked_child_ = true;
   child->next_file_index_ = parent->next_file_index_;
+  ReleaseParentInChild(parent, true);  // after the copies above: the directories stay open
   child->generation_ = next_generation_.fetch_add(1, std::memory_order_relaxed);
   // This thread's writer points into a ring of the parent: the next event re-attaches (new
   // generation) to a ring of the child.
