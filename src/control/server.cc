@@ -34,8 +34,10 @@
 namespace hush::control {
 namespace {
 
-// The control thread's stack. Its deepest request is a `start` (Session::Start: filter parsing
-// bounded by filter::kMaxNesting, pattern matching, file creation); 1 MiB is several times that.
+// The control thread's stack, its own rather than the program's default (which RLIMIT_STACK or
+// pthread_setattr_default_np may make small). Its deepest request is a `start` (Session::Start:
+// filter parsing, whose recursion filter::kMaxNesting bounds, pattern matching, file creation);
+// the ASan build runs the limit tests on it (tests/control/control_test.cc).
 constexpr std::size_t kServerStackBytes = 1 << 20;
 
 std::mutex g_handle_mu;                  // serializes HandleRequest (tests call it directly)
