@@ -13,12 +13,18 @@ inline constexpr char kSnapshotOn[] = "HUSHTRACE_SNAPSHOT_ON";   // globs
 inline constexpr char kSnapshotIntervalMs[] = "HUSHTRACE_SNAPSHOT_INTERVAL_MS";
 inline constexpr char kFilter[] = "HUSHTRACE_FILTER";            // filter expression
 inline constexpr char kControl[] = "HUSHTRACE_CONTROL";          // 1: control socket at start-up
-inline constexpr char kBufferSize[] = "HUSHTRACE_BUFFER_SIZE";   // base::ParseSize syntax
+inline constexpr char kBufferSize[] = "HUSHTRACE_BUFFER_SIZE";   // base::ParseSize syntax, limits below
 inline constexpr char kFunctions[] = "HUSHTRACE_FUNCTIONS";      // globs over function names
 inline constexpr char kFunctionDepth[] = "HUSHTRACE_FUNCTION_DEPTH";
 inline constexpr char kMinDuration[] = "HUSHTRACE_MIN_DURATION";  // ns
 inline constexpr char kSched[] = "HUSHTRACE_SCHED";              // 1: scheduler events
 inline constexpr char kFollow[] = "HUSHTRACE_FOLLOW";            // 1: forks and execs keep tracing
+
+// HUSHTRACE_BUFFER_SIZE, `record --buffer-size` and the control socket's buffer-size: per-thread
+// ring bytes. The largest is the ring's (src/ring/ring_layout.h checks it: 256 sub-buffers of
+// 1 MiB).
+inline constexpr unsigned long long kMinBufferSize = 16ull << 10;
+inline constexpr unsigned long long kMaxBufferSize = 256ull << 20;
 
 // Every variable above: `record` clears those it does not set, so a value left in the user's
 // environment never mixes with the options given on the command line.

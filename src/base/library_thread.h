@@ -5,6 +5,10 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <cerrno>
+#include <cstddef>
+#include <memory>
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -16,6 +20,14 @@ namespace hush::base {
 // uncounted, before any attach (see ReserveSlow).
 extern thread_local bool t_library_thread;
 
+// Blocks every signal but the fault signals in the calling thread; *previous gets the old mask.
+inline void BlockAsyncSignals(sigset_t* previous) {
+  sigset_t all;
+  sigfillset(&all);
+  for (int fault : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT}) sigdelset(&all, fault);
+  ::pthread_sigmask(SIG_SETMASK, &all, previous);
+}
+
 // The library's own threads block every asynchronous signal: a process-directed signal goes to
 // an application thread, and an application handler (which may trace, and so attach and
 // allocate) never runs on a thread the library owns. Fault signals stay open: blocking them
@@ -23,10 +35,8 @@ extern thread_local bool t_library_thread;
 // It is named (`name`, at most 15 characters) before this returns, and records no event.
 template <class Body>
 std::thread StartLibraryThread(const char* name, Body&& body) {
-  sigset_t all, previous;
-  sigfillset(&all);
-  for (int fault : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT}) sigdelset(&all, fault);
-  ::pthread_sigmask(SIG_SETMASK, &all, &previous);
+  sigset_t previous;
+  BlockAsyncSignals(&previous);
   InstallForkGate();
   ThreadStarting();  // a fork() from now until the body runs waits for the thread's start-up
   std::thread thread;
@@ -44,6 +54,43 @@ std::thread StartLibraryThread(const char* name, Body&& body) {
   ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   ::pthread_setname_np(thread.native_handle(), name);
   return thread;
+}
+
+// The same for a detached thread (named by itself as it starts) with a stack of `stack_bytes` of
+// its own (plus the guard page):
+// the default size is the program's (RLIMIT_STACK, pthread_setattr_default_np), which may be too
+// small for a thread whose worst case is known. Throws std::system_error like std::thread.
+template <class Body>
+void StartLibraryDetachedThread(const char* name, std::size_t stack_bytes, Body&& body) {
+  struct Start {
+    const char* name;
+    Body body;
+    static void* Run(void* arg) {
+      std::unique_ptr<Start> self(static_cast<Start*>(arg));
+      t_library_thread = true;
+      // Named by itself: a detached thread's handle is not ours to use once it may have ended.
+      ::pthread_setname_np(::pthread_self(), self->name);
+      ThreadStarted();
+      self->body();
+      return nullptr;
+    }
+  };
+  auto start = std::make_unique<Start>(Start{name, std::forward<Body>(body)});
+  pthread_attr_t attr;
+  ::pthread_attr_init(&attr);
+  ::pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  int e = ::pthread_attr_setstacksize(&attr, stack_bytes);
+  sigset_t previous;
+  BlockAsyncSignals(&previous);
+  InstallForkGate();
+  ThreadStarting();
+  pthread_t thread;
+  if (e == 0) e = ::pthread_create(&thread, &attr, &Start::Run, start.get());
+  if (e != 0) ThreadStartFailed();
+  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  ::pthread_attr_destroy(&attr);
+  if (e != 0) throw std::system_error(e, std::generic_category(), "pthread_create");
+  start.release();  // the thread owns it
 }
 
 }  // namespace hush::base

@@ -18,6 +18,13 @@
 // <n>), stop, snapshot,
 // status. Anything else is refused with an error reply and
 // changes nothing.
+//
+// Any request may end with `deadline-ms <n>`: CLOCK_MONOTONIC milliseconds (the machine's, so
+// client and process must share a time namespace) after which the process refuses it unread
+// ("error VERB: the request expired ..."). The CLI sets it to the time it stops waiting, so a
+// request to a stopped process either takes effect while the CLI waits or never. A request whose
+// client hung up before it is handled is dropped, and a `start` whose reply cannot be delivered
+// (the client was killed while waiting) is stopped again.
 #ifndef HUSHTRACE_SRC_CONTROL_PROTOCOL_H_
 #define HUSHTRACE_SRC_CONTROL_PROTOCOL_H_
 

@@ -6,6 +6,7 @@
 #include "control/server.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -32,6 +33,12 @@
 
 namespace hush::control {
 namespace {
+
+// The control thread's stack, its own rather than the program's default (which RLIMIT_STACK or
+// pthread_setattr_default_np may make small). Its deepest request is a `start` (Session::Start:
+// filter parsing, whose recursion filter::kMaxNesting bounds, pattern matching, file creation);
+// the ASan build runs the limit tests on it (tests/control/control_test.cc).
+constexpr std::size_t kServerStackBytes = 1 << 20;
 
 std::mutex g_handle_mu;                  // serializes HandleRequest (tests call it directly)
 std::unique_ptr<Session>* g_session;     // the session started by `hushtrace start`; never freed
@@ -85,6 +92,11 @@ std::string Start(const Fields& fields) {
   return "ok\noutput " + (*g_session)->output_dir() + "\n";
 }
 
+bool StartedBy(const char* request, ssize_t n) {
+  const std::string_view r(request, static_cast<std::size_t>(n));
+  return r.substr(0, kRequestMagic.size() + 6) == std::string(kRequestMagic) + "start\n";
+}
+
 // The session's statistics as reply fields (status, and stop's final totals).
 void AddStats(const SessionStats& s, Fields* f) {
   f->insert(f->end(), {
@@ -130,6 +142,29 @@ std::string Status() {
   AddStats(s, &f);
   for (const std::string& name : active.enabled) f.emplace_back("enabled", name);
   return EncodeMessage("ok", f);
+}
+
+std::uint64_t MonotonicMs() {
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000 +
+         static_cast<std::uint64_t>(ts.tv_nsec) / 1000000;
+}
+
+bool ParseDeadline(const std::string& text, std::uint64_t* out) {
+  if (text.empty() || text.size() > 19 ||
+      text.find_first_not_of("0123456789") != std::string::npos) {
+    return false;
+  }
+  *out = std::stoull(text);
+  return true;
+}
+
+// True when the client hung up (killed, or gave up) before its request is handled: the request
+// is then dropped, so that a `start` nobody waits for never leaves a session behind.
+bool ClientGone(int c) {
+  pollfd p{c, POLLRDHUP, 0};
+  return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
 double NowUs(clockid_t clock) {
@@ -192,6 +227,9 @@ void Serve(int listen_fd) {
                       " is controlled by its user and root only");
       } else if ((msg_flags & MSG_TRUNC) != 0 || static_cast<std::size_t>(n) > kMaxMessage) {
         reply = Error("request larger than " + std::to_string(kMaxMessage) + " bytes");
+      } else if (ClientGone(c)) {
+        ::close(c);
+        continue;  // nobody waits for the reply: nothing is done
       } else {
         const double wall = NowUs(CLOCK_MONOTONIC), cpu = NowUs(CLOCK_THREAD_CPUTIME_ID);
         reply = HandleRequest(std::string_view(buf.data(), static_cast<std::size_t>(n)));
@@ -201,7 +239,13 @@ void Serve(int listen_fd) {
                       NowUs(CLOCK_MONOTONIC) - wall, NowUs(CLOCK_THREAD_CPUTIME_ID) - cpu);
         reply += times;
       }
-      ::send(c, reply.data(), reply.size(), MSG_NOSIGNAL);
+      const bool sent =
+          ::send(c, reply.data(), reply.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(reply.size());
+      // A session this request started for a client that is gone (killed while it waited) is
+      // stopped again: nobody knows of it, and it would make the next `start` fail.
+      if (!sent && reply.rfind("ok\noutput ", 0) == 0 && StartedBy(buf.data(), n)) {
+        HandleRequest(std::string(kRequestMagic) + "stop\n");
+      }
     }
     ::close(c);
   }
@@ -251,6 +295,20 @@ std::string HandleRequest(std::string_view request) {
     return Error("malformed request: it does not begin with '" + std::string(kRequestMagic) + "'");
   }
   const std::string verb = first.substr(kRequestMagic.size());
+  // The deadline (protocol.h): a request read after it is refused before anything is done, so a
+  // client that gave up on a stopped process never sees its request take effect later.
+  if (!fields.empty() && fields.back().first == "deadline-ms") {
+    std::uint64_t deadline = 0;
+    if (!ParseDeadline(fields.back().second, &deadline)) {
+      return Error("malformed request: bad deadline-ms '" + fields.back().second + "'");
+    }
+    fields.pop_back();
+    const std::uint64_t now = MonotonicMs();
+    if (now > deadline) {
+      return Error(verb + ": the request expired " + std::to_string(now - deadline) +
+                   " ms before the process read it (was it stopped?); nothing was done");
+    }
+  }
   if (verb == "start") return Start(fields);
   if (!fields.empty()) return Error(verb + ": unexpected '" + fields[0].first + "'");
   if (verb == "stop") return Stop();
@@ -270,7 +328,9 @@ int Bootstrap() {
     }
     g_socket_path = new std::string(path);
     std::atexit(UnlinkSocket);
-    base::StartLibraryThread("hush-control", [fd] { Serve(fd); }).detach();
+    // Its own stack: the program's default thread stack may be small, and the worst request (a
+    // `start` at the input limits: filter, patterns, kMaxMessage bytes) must never overflow it.
+    base::StartLibraryDetachedThread("hush-control", kServerStackBytes, [fd] { Serve(fd); });
   });
   return g_bootstrap_result;
 }

@@ -1,6 +1,7 @@
 // Parse, Bind and Matches (filter.h).
 #include "filter/filter.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <string_view>
@@ -8,7 +9,7 @@
 namespace hush::filter {
 namespace {
 
-constexpr std::size_t kMaxDepth = 64;
+constexpr std::size_t kMaxDepth = 64;  // values on the evaluation stack
 
 class Parser {
  public:
@@ -63,11 +64,22 @@ class Parser {
     }
     return true;
   }
+  // '(' and '!' recurse: each level costs a few frames of the parsing thread's stack, which may
+  // be a program's thread before main() or the control thread, so the levels are bounded.
+  bool Nest() {
+    if (++nesting_ > kMaxNesting) {
+      return Fail("expression nested too deeply (at most " + std::to_string(kMaxNesting) +
+                  " levels of '(' and '!')");
+    }
+    return true;
+  }
   bool Unary() {
     Skip();
     if (pos_ < s_.size() && s_[pos_] == '!' && (pos_ + 1 >= s_.size() || s_[pos_ + 1] != '=')) {
+      if (!Nest()) return false;
       ++pos_;
       if (!Unary()) return false;
+      --nesting_;
       Emit(Op::kNot, 0);
       return true;
     }
@@ -90,9 +102,11 @@ class Parser {
     if (pos_ >= s_.size()) return Fail("expected a number, a field name or '(' at the end");
     const char c = s_[pos_];
     if (c == '(') {
+      if (!Nest()) return false;
       ++pos_;
       if (!Or()) return false;
       if (!Eat(")")) return Fail("expected ')'");
+      --nesting_;
       return true;
     }
     if (std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '.') return Number();
@@ -136,6 +150,7 @@ class Parser {
   const std::string& s_;
   std::size_t pos_ = 0;
   std::size_t depth_ = 0;
+  std::size_t nesting_ = 0;
   Parsed* out_ = nullptr;
   std::string error_;
 };
@@ -150,6 +165,11 @@ long double Load(const char* p) {
 }  // namespace
 
 std::unique_ptr<Parsed> Parse(const std::string& text, std::string* error) {
+  if (text.size() > kMaxFilterBytes) {
+    *error = "column " + std::to_string(kMaxFilterBytes + 1) + ": filter longer than " +
+             std::to_string(kMaxFilterBytes) + " bytes";
+    return nullptr;
+  }
   auto out = std::make_unique<Parsed>();
   out->text = text;
   Parser p(text);
@@ -162,7 +182,17 @@ std::unique_ptr<Parsed> Parse(const std::string& text, std::string* error) {
 }
 
 std::string Caret(const std::string& text, std::size_t column) {
-  return "  " + text + "\n  " + std::string(column > 0 ? column - 1 : 0, ' ') + "^";
+  // At most kCaretWindow bytes of a long filter, around the column.
+  constexpr std::size_t kCaretWindow = 72;
+  std::size_t at = column > 0 ? column - 1 : 0;
+  if (text.size() <= kCaretWindow) return "  " + text + "\n  " + std::string(at, ' ') + "^";
+  const std::size_t begin =
+      at > kCaretWindow / 2 ? std::min(at - kCaretWindow / 2, text.size() - kCaretWindow) : 0;
+  const std::string prefix = begin > 0 ? "..." : "";
+  const std::string suffix = begin + kCaretWindow < text.size() ? "..." : "";
+  at = at - begin + prefix.size();
+  return "  " + prefix + text.substr(begin, kCaretWindow) + suffix + "\n  " + std::string(at, ' ') +
+         "^";
 }
 
 std::unique_ptr<Program> Program::Bind(const Parsed& parsed, const std::vector<std::string>& names,

@@ -10,6 +10,10 @@
 // bool, f32, f64); comparisons are exact for every 64-bit integer (values are long double, whose
 // 64-bit mantissa holds them).
 //
+// Limits (the text comes from the environment, the command line and the control socket, and is
+// parsed on the program's own threads): at most kMaxFilterBytes bytes and kMaxNesting levels of
+// '(' and '!' (the parser recurses once per level), at most 64 values on the evaluation stack.
+//
 // Parse() checks the syntax once (a message with the column otherwise); Bind() resolves the field
 // names against one event's layout into a Program: a flat postfix bytecode over a fixed stack.
 // Program::Matches() decodes the fields it needs from the payload bytes (the encoding of
@@ -35,6 +39,9 @@ struct Instr {
   std::string name;         // kField, before Bind()
 };
 
+inline constexpr std::size_t kMaxFilterBytes = 4096;
+inline constexpr std::size_t kMaxNesting = 64;
+
 // The syntax tree flattened to postfix order, with field names unresolved.
 struct Parsed {
   std::string text;
@@ -45,7 +52,8 @@ struct Parsed {
 
 // nullptr and *error = "column N: what was expected" (1-based) on a syntax error.
 std::unique_ptr<Parsed> Parse(const std::string& text, std::string* error);
-// "  TEXT\n  ^" pointing at column `column` (1-based) of `text`, for messages.
+// "  TEXT\n  ^" pointing at column `column` (1-based) of `text`, for messages; a long TEXT is cut
+// to a window around the column ("..." on the cut sides).
 std::string Caret(const std::string& text, std::size_t column);
 
 class Program {

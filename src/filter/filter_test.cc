@@ -31,6 +31,52 @@ TEST(FilterParseTest, CaretUnderTheColumn) {
   EXPECT_EQ(Caret("bytes > && fd", 9), "  bytes > && fd\n          ^");
 }
 
+// The issue-17 inputs: 20,000 parentheses and 60,000 '!' used to overflow the parsing thread's
+// stack. Each limit is accepted exactly at its value and refused one past it, with the column.
+TEST(FilterParseTest, NestingIsBoundedAtTheLimit) {
+  std::string error;
+  const auto nested = [](std::size_t n) {
+    return std::string(n, '(') + "seq" + std::string(n, ')');
+  };
+  EXPECT_NE(Parse(nested(kMaxNesting), &error), nullptr) << error;
+  EXPECT_EQ(ParseError(nested(kMaxNesting + 1)),
+            "column 65: expression nested too deeply (at most 64 levels of '(' and '!')");
+  EXPECT_NE(Parse(std::string(kMaxNesting, '!') + "seq", &error), nullptr) << error;
+  EXPECT_EQ(ParseError(std::string(kMaxNesting + 1, '!') + "seq"),
+            "column 65: expression nested too deeply (at most 64 levels of '(' and '!')");
+  EXPECT_EQ(ParseError(nested(2000)).rfind("column 65: expression nested too deeply", 0), 0u);
+  EXPECT_EQ(ParseError(nested(20000)), "column 4097: filter longer than 4096 bytes");
+  EXPECT_EQ(ParseError(std::string(4000, '!') + "seq")
+                .rfind("column 65: expression nested too deeply", 0),
+            0u);
+  // Levels are counted on the way down only: siblings do not add up.
+  std::string siblings = nested(kMaxNesting);
+  for (int i = 0; i < 20; ++i) siblings += " && " + nested(kMaxNesting);
+  EXPECT_NE(Parse(siblings, &error), nullptr) << error;
+}
+
+TEST(FilterParseTest, SizeIsBoundedAtTheLimit) {
+  std::string error;
+  std::string at_limit = "seq";
+  while (at_limit.size() + 9 <= kMaxFilterBytes) at_limit += " || seq<1";
+  at_limit += std::string(kMaxFilterBytes - at_limit.size(), ' ');
+  ASSERT_EQ(at_limit.size(), kMaxFilterBytes);
+  EXPECT_NE(Parse(at_limit, &error), nullptr) << error;
+  EXPECT_EQ(ParseError(at_limit + " "), "column 4097: filter longer than 4096 bytes");
+  EXPECT_EQ(ParseError(std::string(60000, '!')), "column 4097: filter longer than 4096 bytes");
+}
+
+TEST(FilterParseTest, CaretOfALongFilterIsAWindow) {
+  const std::string text = std::string(100, 'a') + "#" + std::string(100, 'b');
+  const std::string caret = Caret(text, 101);
+  const std::size_t newline = caret.find('\n');
+  ASSERT_NE(newline, std::string::npos);
+  EXPECT_LT(newline, 90u);
+  // The caret sits under the '#'.
+  EXPECT_EQ(caret[caret.size() - 1], '^');
+  EXPECT_EQ(caret[caret.size() - 1 - (newline + 1)], '#');
+}
+
 // Payload of (i32 fd, u64 bytes, str name, f64 ratio, bool ok).
 std::string Payload(std::int32_t fd, std::uint64_t bytes, const char* name, double ratio, bool ok) {
   std::string p(reinterpret_cast<const char*>(&fd), 4);

@@ -85,7 +85,15 @@ std::string BuildMetadata(const TraceInfo& info, const std::vector<const registr
   m += "\thostname = " + Quote(info.hostname) + ";\n";
   m += "\thushtrace_mode = " + Quote(info.mode) + ";\n";
   m += "\thushtrace_clock_source = " + Quote(info.clock.use_tsc ? "tsc" : "monotonic") + ";\n";
-  m += "\thushtrace_clock_freq_source = " + Quote(info.clock.freq_source) + ";\n};\n\n";
+  m += "\thushtrace_clock_freq_source = " + Quote(info.clock.freq_source) + ";\n";
+  if (info.events_lost_on_write != 0) {
+    m += "\thushtrace_events_lost_on_write = " + std::to_string(info.events_lost_on_write) + ";\n";
+  }
+  if (info.events_without_buffer != 0) {
+    m +=
+        "\thushtrace_events_without_buffer = " + std::to_string(info.events_without_buffer) + ";\n";
+  }
+  m += "};\n\n";
   bool own_clock = true;
   for (std::uint8_t b : info.clock_uuid) own_clock = own_clock && b == 0;
   m += std::string(kClockBlockPrefix) +

@@ -21,6 +21,10 @@ struct TraceInfo {
   std::string hostname;
   std::string mode;  // "stream" | "flight"
   clock::Calibration clock;
+  // Known at stop only; written to the env block when not 0 (docs/format.md): losses that are
+  // not the ring's, so that `record` names their cause rather than the buffer size.
+  std::uint64_t events_lost_on_write = 0;   // the stream file could not be written (disk full...)
+  std::uint64_t events_without_buffer = 0;  // no ring for the thread (its file not created...)
 };
 
 std::string UuidToString(const std::uint8_t uuid[16]);

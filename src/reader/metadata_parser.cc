@@ -173,6 +173,14 @@ class Parser {
     return true;
   }
 
+  // Nesting through aliases and array dimensions does not recurse here, but it does where the
+  // type is used: the same bound as the parser's own recursion.
+  bool CheckLevels(const Type& t) {
+    if (t.levels <= static_cast<std::uint32_t>(kMaxDepth)) return true;
+    return Fail(t.offset,
+                "types nested too deeply (more than " + std::to_string(kMaxDepth) + " levels)");
+  }
+
   bool ParseType(TypePtr* out, int depth) {
     if (depth > kMaxDepth) return Fail(Peek().offset, "types nested too deeply");
     auto t = std::make_shared<Type>();
@@ -207,6 +215,8 @@ class Parser {
         if (!ParseKey(&tag, "a variant tag") || !Expect(">", "after the variant tag")) return false;
       }
       if (!Expect("{", "to open the field list") || !ParseDeclarations(&t->fields, depth)) return false;
+      for (const auto& field : t->fields) t->levels = std::max(t->levels, field.second->levels + 1);
+      if (!CheckLevels(*t)) return false;
       if (IsIdent("align") && IsPunct("(", 1)) {
         pos_ += 2;
         bool neg;
@@ -250,6 +260,7 @@ class Parser {
     if (!IsPunct(":")) return Fail(Peek().offset, "enum without a container type (': integer_type')");
     ++pos_;
     if (!ParseType(&t.elem, depth + 1)) return false;
+    t.levels = t.elem->levels + 1;
     if (t.elem->kind != Type::kInteger) return Fail(t.elem->offset, "enum container must be an integer");
     if (!Expect("{", "to open the enumerator list")) return false;
     std::int64_t next = 0;
@@ -322,6 +333,8 @@ class Parser {
     TypePtr t = base;
     for (auto it = dims.rbegin(); it != dims.rend(); ++it) {
       (*it)->elem = t;
+      (*it)->levels = t->levels + 1;
+      if (!CheckLevels(**it)) return false;
       t = *it;
     }
     *out = std::move(t);

@@ -50,7 +50,12 @@ TEST_F(CliTest, DumpPrintsEveryEventInTimeOrder) {
   ASSERT_EQ(r.error, "");
   const CommandResult res = Run({"dump", r.dir});
   ASSERT_EQ(res.exit_code, 0) << res.err;
-  EXPECT_EQ(res.err, "");
+  // The oversized blob was discarded (see ReportSummarizesTheRecordedTrace): dump says it too.
+  EXPECT_EQ(res.err.rfind("hushtrace dump: warning: " + r.dir + "/stream_", 0), 0u) << res.err;
+  EXPECT_NE(res.err.find(": 1 events lost: 1 discarded (ring full, nested or oversized, or not written), "
+                         "0 overwritten (flight mode)\n"),
+            std::string::npos) << res.err;
+  EXPECT_EQ(SplitLines(res.err).size(), 1u) << res.err;
   const std::vector<std::string> lines = SplitLines(res.out);
   ASSERT_EQ(lines.size(), r.events.size());
   EXPECT_EQ(lines[0].rfind("[  0.000000000] tid " + std::to_string(r.tids[0]) + " rt:ints seq=0 ", 0), 0u)
@@ -126,6 +131,51 @@ TEST_F(CliTest, DumpFiltersByNameAndTime) {
   EXPECT_EQ(res.out.rfind(want, 0), 0u) << res.out.substr(0, 80);
 }
 
+// `dump --filter` limits (filter_expr.h), each accepted at its value and refused one past it
+// with a usage error, never a crash: 200 levels of '(' and '!', 4096 comparisons, 64 KiB.
+TEST_F(CliTest, DumpFilterLimits) {
+  const RecordedTrace& r = Recorded();
+  ASSERT_EQ(r.error, "");
+  const auto dump = [&](const std::string& filter) {
+    return Run({"dump", r.dir, "--filter", filter});
+  };
+  const auto nested = [](int n) { return std::string(n, '(') + "$tid > 0" + std::string(n, ')'); };
+  CommandResult res = dump(nested(199));  // 200 levels: the comparison is one
+  EXPECT_EQ(res.exit_code, 0) << res.err;
+  EXPECT_EQ(SplitLines(res.out).size(), r.events.size());
+  res = dump(nested(200));
+  EXPECT_EQ(res.exit_code, 2);
+  EXPECT_NE(
+      res.err.find("--filter: expression nested too deeply (at most 200 levels of '(' and '!')"),
+      std::string::npos)
+      << res.err;
+  res = dump(std::string(199, '!') + "$tid == 0");
+  EXPECT_EQ(res.exit_code, 0) << res.err;
+  EXPECT_EQ(SplitLines(res.out).size(), r.events.size());
+  res = dump(std::string(60000, '!') + "$tid == 0");
+  EXPECT_EQ(res.exit_code, 2);
+  EXPECT_NE(res.err.find("nested too deeply"), std::string::npos) << res.err;
+
+  const auto chain = [](int n) {
+    std::string text = "$tid == 0";
+    for (int i = 1; i < n; ++i) text += "||$tid>0";
+    return text;
+  };
+  res = dump(chain(4096));
+  EXPECT_EQ(res.exit_code, 0) << res.err;
+  EXPECT_EQ(SplitLines(res.out).size(), r.events.size());
+  res = dump(chain(4097));
+  EXPECT_EQ(res.exit_code, 2);
+  EXPECT_NE(res.err.find("--filter: more than 4096 comparisons"), std::string::npos) << res.err;
+
+  std::string at_limit = "$tid > 0" + std::string(64 * 1024 - 8, ' ');
+  res = dump(at_limit);
+  EXPECT_EQ(res.exit_code, 0) << res.err;
+  res = dump(at_limit + " ");
+  EXPECT_EQ(res.exit_code, 2);
+  EXPECT_NE(res.err.find("--filter: longer than 65536 bytes"), std::string::npos) << res.err;
+}
+
 TEST_F(CliTest, DumpArgumentsAndDamagedTraces) {
   CommandResult res = Run({"dump", "--help"});
   EXPECT_EQ(res.exit_code, 0);
@@ -172,6 +222,29 @@ std::string LineWith(const std::string& text, const std::string& needle) {
     if (l.find(needle) != std::string::npos) return l;
   }
   return "<no line with " + needle + ">";
+}
+
+// Issue 17: a hostile clock offset printed "1677-09-21 00:12:44.-854 UTC" (a time clamped to the
+// int64 range, then a negative remainder). Out-of-range times say so; times before 1970 round
+// down.
+TEST_F(CliTest, ReportWallClockOfHostileOffsets) {
+  const std::string events =
+      "event { name = \"s:a\"; id = 0; stream_id = 0; fields := struct { uint32_t x; }; };\n";
+  const std::string packet = PacketBuilder(10).Compact(0, 11, Le(std::uint32_t{1})).Build();
+  {
+    TempTrace t(SynthMetadata(events, 1000000000, -9000000000000000000LL), {packet});
+    const CommandResult res = Run({"report", t.dir()});
+    EXPECT_EQ(res.exit_code, 0) << res.err;
+    EXPECT_EQ(LineWith(res.out, "  start "),
+              "  start      out of range (the metadata's clock offset is not a real time)");
+    EXPECT_EQ(res.out.find(".-"), std::string::npos) << res.out;
+  }
+  {
+    TempTrace t(SynthMetadata(events, 1000000000, -1), {packet});
+    const CommandResult res = Run({"report", t.dir()});
+    EXPECT_EQ(res.exit_code, 0) << res.err;
+    EXPECT_EQ(LineWith(res.out, "  start "), "  start      1969-12-31 23:59:59.000 UTC");
+  }
 }
 
 TEST_F(CliTest, ReportSummarizesTheRecordedTrace) {

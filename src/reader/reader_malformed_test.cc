@@ -6,9 +6,11 @@
 
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <limits>
-#include <utility>
 #include <random>
+#include <tuple>
+#include <utility>
 
 #include "hushtrace/reader.h"
 #include "reader/reader_test_util.h"
@@ -155,6 +157,34 @@ TEST(ReaderMalformed, MetadataErrorsNameFileLineAndByte) {
   for (int i = 0; i < 100000; ++i) deep += "struct { ";
   TempTrace t(deep, {});
   EXPECT_NE(OpenError(t.dir()).find("nested too deeply"), std::string::npos);
+  // Nesting that does not recurse in the parser (aliases of aliases, array dimensions) is bounded
+  // too, at the same 32 levels: at the limit the metadata opens, one past it is refused.
+  // Each makes metadata whose deepest type has `levels` levels.
+  const std::function<std::string(int)> aliases = [&](int levels) {  // A0 is 2 levels
+    std::string text = good + "typealias struct { integer { size = 8; align = 8; } x; } := A0;\n";
+    for (int i = 1; i <= levels - 2; ++i) {
+      text +=
+          "typealias struct { A" + std::to_string(i - 1) + " x; } := A" + std::to_string(i) + ";\n";
+    }
+    return text;
+  };
+  const std::function<std::string(int)> dims = [&](int levels) {
+    std::string text = good + "typedef integer { size = 8; align = 8; } D";
+    for (int i = 1; i < levels; ++i) text += "[1]";
+    return text + ";\n";
+  };
+  for (const auto& [what, make, many] :
+       {std::tuple{"aliases", aliases, 5000}, std::tuple{"dims", dims, 100000}}) {
+    SCOPED_TRACE(what);
+    TempTrace at_limit(make(32), {});
+    std::string error;
+    EXPECT_NE(Trace::Open(at_limit.dir(), &error), nullptr) << error;
+    TempTrace past(make(33), {});
+    EXPECT_NE(OpenError(past.dir()).find("types nested too deeply (more than 32 levels)"),
+              std::string::npos);
+    TempTrace lots(make(many), {});
+    EXPECT_NE(OpenError(lots.dir()).find("types nested too deeply"), std::string::npos);
+  }
 }
 
 TEST(ReaderMalformed, BadMagicInFirstAndLaterPackets) {

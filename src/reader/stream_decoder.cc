@@ -36,7 +36,8 @@ MappedFile::~MappedFile() {
 }
 
 bool MappedFile::Open(const std::string& path, std::string* error) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  const int fd = ::open(path.c_str(),
+                        O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);  // a FIFO must not block
   if (fd < 0) {
     *error = path + ": cannot open: " + std::strerror(errno);
     return false;

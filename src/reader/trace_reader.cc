@@ -23,7 +23,7 @@ using internal::TraceData;
 constexpr std::uint64_t kMaxMetadataBytes = 16 << 20;
 
 bool ReadMetadataFile(const std::string& path, std::string* text, std::string* error) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);  // a FIFO must not block
   if (fd < 0) {
     *error = path + ": cannot open: " + std::strerror(errno) +
              (errno == ENOENT ? " (not a hushtrace/CTF trace directory?)" : "");

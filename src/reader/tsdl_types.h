@@ -31,6 +31,9 @@ struct Type {
   std::string length_ref;
   std::vector<EnumLabel> labels;
   std::vector<std::pair<std::string, TypePtr>> fields;  // struct, variant
+  // Levels of types this one holds, itself included (aliases count what they stand for): the
+  // decoder and the class table recurse this deep, so the parser bounds it (kMaxDepth).
+  std::uint32_t levels = 1;
 };
 
 

@@ -176,7 +176,7 @@ OpenRing OpenRingFile(int ring_dirfd, const std::string& name, const std::string
                       std::string* error) {
   r->path = path;
   r->index = index;
-  Fd fd(::openat(ring_dirfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  Fd fd(::openat(ring_dirfd, name.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
   if (!fd.ok()) {
     *error = Errno(path + ": cannot open");
     return OpenRing::kError;
@@ -708,16 +708,39 @@ class RingPlanner {
   std::uint64_t extra_ = 0;  // damaged events so far (added to events_discarded on disk)
 };
 
+// The ring header's loss counters are copied into the trace, so an impossible value (a damaged
+// or hostile ring) is not: a stream-mode ring never overwrites (its writers discard instead), and
+// no thread loses 2^50 events (13 days at 10^9 events per second). Such a counter is damage, not
+// a count: it is noted and counted as 0 (what is kept cannot overflow the sums written).
+void ClampLossCounters(const RingFile& r, RingReport* rep) {
+  constexpr std::uint64_t kMaxLoss = std::uint64_t{1} << 50;
+  const auto check = [&](std::uint64_t* counter, std::size_t offset, const char* name,
+                         bool impossible, const char* why) {
+    if (!impossible) return;
+    rep->notes.push_back(At(r.path, offset) + "ring header's " + name + " counter " +
+                         Num(*counter) + " is impossible (" + why + "); counted as 0");
+    *counter = 0;
+  };
+  check(&rep->overwritten, offsetof(RingHeader, overwritten), "overwritten",
+        rep->overwritten != 0 && !r.flight, "a stream-mode ring overwrites nothing");
+  check(&rep->overwritten, offsetof(RingHeader, overwritten), "overwritten",
+        rep->overwritten > kMaxLoss, "more than 2^50 events");
+  check(&rep->discarded, offsetof(RingHeader, discarded), "discarded", rep->discarded > kMaxLoss,
+        "more than 2^50 events");
+}
+
 bool RecoverRing(const RingContext& ctx, const RingFile& r, RingReport* rep) {
   const RingHeader& h = *r.header;
   const bool dry = ctx.options->dry_run;
   rep->mode = r.flight ? "flight" : "stream";
   rep->discarded = Get(h.discarded);
   rep->overwritten = Get(h.overwritten);
+  ClampLossCounters(r, rep);
 
   const std::string stream_name = "stream_" + Num(r.index);
   const std::string stream_path = ctx.dir + "/" + stream_name;
-  Fd fd(::openat(ctx.dirfd, stream_name.c_str(), (dry ? O_RDONLY : O_RDWR) | O_NOFOLLOW | O_CLOEXEC));
+  Fd fd(::openat(ctx.dirfd, stream_name.c_str(),
+                 (dry ? O_RDONLY : O_RDWR) | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
   if (!fd.ok() && errno != ENOENT) {
     rep->error = Errno(stream_path + ": cannot open");
     return false;
@@ -917,7 +940,7 @@ Liveness CheckWriter(std::uint32_t pid, const std::vector<const RingFile*>& ring
 }
 
 bool ReadMetadata(int dirfd, const std::string& path, std::string* text, std::string* error) {
-  Fd fd(::openat(dirfd, "metadata", O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  Fd fd(::openat(dirfd, "metadata", O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
   if (!fd.ok()) {
     *error = errno == ENOENT
                  ? path + " is missing: the trace cannot be recovered (the event layouts, the clock and "
@@ -957,8 +980,13 @@ std::string Report::CrashText() const {
 
 // Reads DIR/.ring/crashed ("signal S tid T pid P\n"); a malformed marker is a note.
 static void ReadCrashMarker(int ring_dirfd, const std::string& dir, Report* report) {
-  Fd fd(::openat(ring_dirfd, "crashed", O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  Fd fd(::openat(ring_dirfd, "crashed", O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
   if (!fd.ok()) return;
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    report->notes.push_back(dir + "/.ring/crashed is not a regular file; ignored");
+    return;
+  }
   char buf[128] = {};
   const ssize_t n = ::read(fd.get(), buf, sizeof buf - 1);
   int sig = 0;

@@ -164,6 +164,9 @@ std::unique_ptr<Ring> Ring::Create(int ring_dirfd, std::uint32_t index, const Ri
     ::unlinkat(ring_dirfd, name.c_str(), 0);
     return nullptr;
   }
+  // A fork child never inherits the mapping: it writes rings of its own (or none), and a child
+  // that drops its privileges must not be able to write into its parent's trace.
+  ::madvise(mapping, size, MADV_DONTFORK);
   return std::unique_ptr<Ring>(new Ring(index, config, mapping, size, true));
 }
 

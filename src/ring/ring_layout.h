@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "base/env.h"
 #include "hushtrace/internal/thread_writer.h"
 
 namespace hush::ring {
@@ -31,6 +32,11 @@ inline constexpr std::size_t kRingHeaderSize = 4096;
 inline constexpr std::uint32_t kMaxSubbufCount = 256;
 inline constexpr std::uint32_t kMinSubbufCount = 2;
 inline constexpr std::size_t kMinSubbufSize = 4096;
+inline constexpr std::size_t kMaxSubbufSize = std::size_t{1} << 20;
+// The largest ring a thread can have (Core::Start refuses a larger buffer size): 256 MiB, the
+// limit the CLI and the environment protocol check too (base/env.h).
+inline constexpr std::size_t kMaxBufferSize = kMaxSubbufSize * kMaxSubbufCount;
+static_assert(kMaxBufferSize == base::env::kMaxBufferSize);
 
 // CTF packet header + context: fixed offsets (docs/format.md, section 3).
 inline constexpr std::uint32_t kCtfMagic = 0xC1FC1FC1;

@@ -1,5 +1,6 @@
 // Session start/stop, the consumer thread and trace-directory management.
 #include "session/core.h"
+#include "filter/pattern_limits.h"
 #include "session/crash_handler.h"
 #include "base/fork_gate.h"
 #include "base/library_thread.h"
@@ -181,7 +182,22 @@ void OnSnapshotSignal(int) { ::sem_post(&g_snapshot_sem); }  // async-signal-saf
 
 Core::~Core() = default;
 
+// The parent's session as a fork child sees it: its rings are not mapped here (MADV_DONTFORK,
+// ring_buffer.cc) and its stream descriptors are closed, so nothing in the child (a Stop() of the
+// copied Session, a child that drops its privileges) can write into the parent's trace. The
+// parent's Core is never freed in the child (session_api.cc keeps it as an orphan).
+void Core::ReleaseParentInChild(Core* parent, bool keep_directories) {
+  parent->stopped_ = true;
+  for (std::uint32_t i = 0, n = parent->ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
+    parent->slots_[i].stream_fd.reset();
+  }
+  if (keep_directories) return;  // a following child creates its own files there
+  parent->dirfd_.reset();
+  parent->ring_dirfd_.reset();
+}
+
 void Core::ForgetInChild() {
+  if (Core* parent = active_.load(std::memory_order_relaxed)) ReleaseParentInChild(parent, false);
   active_.store(nullptr, std::memory_order_relaxed);
   writers::ForgetInChild();
   ForgetOwnedCoresInChild();
@@ -210,7 +226,6 @@ void Core::OnForkChild() {
   // child cannot write the parent's rings. The child gets a new Core (kept forever, as all
   // cores) writing its own rings and streams into the same directory, under the parent's
   // metadata: same event ids (the registry is a copy), same clock. Events stay enabled.
-  parent->stopped_ = true;
   auto* child = new Core();
   g_fork_child_core = child;
   child->options_ = parent->options_;
@@ -226,6 +241,7 @@ void Core::OnForkChild() {
   child->calibration_ = parent->calibration_;
   child->forked_child_ = true;
   child->next_file_index_ = parent->next_file_index_;
+  ReleaseParentInChild(parent, true);  // after the copies above: the directories stay open
   child->generation_ = next_generation_.fetch_add(1, std::memory_order_relaxed);
   // This thread's writer points into a ring of the parent: the next event re-attaches (new
   // generation) to a ring of the child.
@@ -266,8 +282,18 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
     *error = "buffer size must be at least 16k";
     return false;
   }
+  if (options_.buffer_size > ring::kMaxBufferSize) {
+    *error = "buffer size " + std::to_string(options_.buffer_size) +
+             " is above the largest ring, 256M (" + std::to_string(ring::kMaxSubbufCount) +
+             " sub-buffers of 1M)";
+    return false;
+  }
   if (!options_.snapshot_on.empty() && options_.mode != Mode::kFlight) {
     *error = "snapshot triggers (snapshot_on) need flight mode";
+    return false;
+  }
+  if (!filter::CheckPatterns(options_.events, "event", error) ||
+      !filter::CheckPatterns(options_.snapshot_on, "snapshot-on", error)) {
     return false;
   }
   // Parsed before anything is created: a filter that does not parse costs nothing.
@@ -424,8 +450,18 @@ void Core::StartSched() {
 bool Core::WriteMetadata(std::string* error) {
   const FileSizeSignalGuard no_sigxfsz;
   info_.clock = calibration_;
-  return WriteFileAt(dirfd_.get(), "metadata",
-                     format::BuildMetadata(info_, registry::Global().EventsWithIds()), error);
+  const std::string text = format::BuildMetadata(info_, registry::Global().EventsWithIds());
+  if (WriteFileAt(dirfd_.get(), "metadata", text, error)) return true;
+  // A full file system (the usual reason events were lost on write) has no room for the new copy,
+  // but the blocks of the metadata written at start are there: overwrite it in place, which
+  // allocates nothing while the text does not outgrow them. Not atomic, so only as a fallback.
+  if (errno != ENOSPC && errno != EDQUOT) return false;
+  const base::UniqueFd fd(::openat(dirfd_.get(), "metadata", O_WRONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) return false;
+  const bool ok = ::pwrite(fd.get(), text.data(), text.size(), 0) == static_cast<ssize_t>(text.size()) &&
+                  ::ftruncate(fd.get(), static_cast<off_t>(text.size())) == 0;
+  if (ok) error->clear();
+  return ok;
 }
 
 ring::Ring* Core::AttachUnlocked(internal::ThreadWriter& w, bool fresh) {
@@ -706,6 +742,9 @@ void Core::Stop() {
   lock.lock();
   if (!forked_child_) {  // a fork child shares its parent's metadata (docs/format.md)
     clock::Refine(calibration_);
+    info_.events_lost_on_write = Stats().events_lost_on_write;
+    info_.events_without_buffer =
+        unattached_events_.load(std::memory_order_relaxed);  // counter only
     std::string error;
     if (!WriteMetadata(&error)) std::fprintf(stderr, "hushtrace: %s\n", error.c_str());
   }

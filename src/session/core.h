@@ -106,6 +106,9 @@ class Core final : public ring::Owner {
   void CountUnattached() { unattached_events_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
+  // In a fork child: marks the parent's session stopped and closes its stream descriptors (and
+  // its directories unless `keep_directories`); its rings are not mapped in the child.
+  static void ReleaseParentInChild(Core* parent, bool keep_directories);
   void ConsumerLoop();
   void PrefaultBusyRings();  // consumer thread
   void SignalLoop();

@@ -433,10 +433,90 @@ TEST_F(CliRecord, SaysHowManyEventsAFullRingDiscarded) {
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(Contains(r.err, "events were discarded")) << r.err;
   EXPECT_TRUE(Contains(r.err, "--buffer-size (now 16k per thread)")) << r.err;
+  EXPECT_FALSE(Contains(r.err, "could not be written")) << r.err;
+  // `dump` says the losses too, as `report` does (issue 17: it said nothing).
+  const RunResult dump = RunCommand({HushtraceCli(), "dump", trace});
+  EXPECT_EQ(dump.status, 0) << dump.err;
+  EXPECT_TRUE(Contains(dump.err, "hushtrace dump: warning: " + trace + "/stream_")) << dump.err;
+  EXPECT_TRUE(Contains(dump.err, " events lost: ")) << dump.err;
+  const RunResult report = RunCommand({HushtraceCli(), "report", trace});
+  for (const std::string& line : Lines(report.out)) {
+    if (line.rfind("WARNING: ", 0) == 0 && Contains(line, "events lost")) {
+      EXPECT_TRUE(Contains(dump.err, "hushtrace dump: warning: " + line.substr(9))) << line;
+    }
+  }
   const std::string quiet = dir_ + "/quiet";
   const RunResult q = Record({"-o", quiet, "--", CLI_TP_PIE, "exit", "0"});
   EXPECT_EQ(q.status, 0) << q.err;
   EXPECT_FALSE(Contains(q.err, "discarded")) << q.err;
+  EXPECT_FALSE(Contains(RunCommand({HushtraceCli(), "dump", quiet}).err, "lost")) << q.err;
+}
+
+// Issue 17: messages with the real cause. `record` in a private mount namespace whose output is
+// a small tmpfs (skipped where unprivileged namespaces or mounts are not allowed).
+class CliRecordFullDisk : public CliRecord {
+ protected:
+  // Runs `hushtrace record ARGS` with DIR a fresh tmpfs of `size` bytes (-o DIR/t is added).
+  RunResult RecordOnTmpfs(const std::string& size, const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"unshare",
+                                     "--mount",
+                                     "--map-root-user",
+                                     "sh",
+                                     "-c",
+                                     "mount -t tmpfs -o size=" + size +
+                                         " tmpfs \"$1\" || exit 99; shift; "
+                                         "exec \"$@\"",
+                                     "sh",
+                                     dir_,
+                                     HushtraceCli(),
+                                     "record",
+                                     "-o",
+                                     dir_ + "/t"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunCommand(argv);
+  }
+};
+
+TEST_F(CliRecordFullDisk, WriteFailuresAreNotBlamedOnTheRing) {
+  if (FindInPath("unshare").empty()) GTEST_SKIP() << "no unshare";
+  // A 256k ring fits; its packets then fill the rest of the 512k file system.
+  const RunResult r =
+      RecordOnTmpfs("512k", {"--buffer-size", "256k", "--", CLI_TP_PIE, "burst", "200000"});
+  if (r.status == 99 || Contains(r.err, "unshare:"))
+    GTEST_SKIP() << "cannot mount a tmpfs here: " << r.err;
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(Contains(
+      r.err, "events could not be written to " + dir_ + "/t (see the runtime's message above"))
+      << r.err;
+  EXPECT_TRUE(Contains(r.err, "events were lost because " + dir_ + "/t could not be written"))
+      << r.err;
+}
+
+TEST_F(CliRecordFullDisk, FullBeforeTheFirstRingIsNotAboutThePatterns) {
+  if (FindInPath("unshare").empty()) GTEST_SKIP() << "no unshare";
+  // The metadata fits in 64k, a 1M ring does not.
+  const RunResult r = RecordOnTmpfs("64k", {"--", CLI_TP_PIE, "exit", "0"});
+  if (r.status == 99 || Contains(r.err, "unshare:"))
+    GTEST_SKIP() << "cannot mount a tmpfs here: " << r.err;
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(Contains(r.err, "the file system holding " + dir_ + "/t is full (")) << r.err;
+  EXPECT_FALSE(Contains(r.err, "check the -e patterns")) << r.err;
+}
+
+TEST_F(CliRecord, OutputDirectoryRemovedMidRunIsSaid) {
+  const std::string trace = dir_ + "/trace", ready = dir_ + "/ready";
+  const pid_t pid = Spawn({HushtraceCli(), "record", "-o", trace, CLI_TP_PIE, "serve", ready},
+                          dir_ + "/out", dir_ + "/err");
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(WaitForFile(ready, 60)) << ReadFile(dir_ + "/err");
+  RemoveTree(trace);
+  ASSERT_EQ(::kill(pid, SIGINT), 0);
+  EXPECT_EQ(Wait(pid), 0) << ReadFile(dir_ + "/err");
+  const std::string err = ReadFile(dir_ + "/err");
+  EXPECT_TRUE(Contains(err, "no trace was written to " + trace + ": " + trace +
+                                " was removed or replaced while the program ran"))
+      << err;
+  EXPECT_FALSE(Contains(err, "did not start a tracing session")) << err;
 }
 
 TEST_F(CliRecord, KilledBySignal) {
@@ -550,6 +630,11 @@ TEST_F(CliRecord, BadArguments) {
       {{"--buffer-size", "", CLI_TP_PIE}, "bad buffer size ''"},
       {{"--buffer-size", "17179869185G", CLI_TP_PIE}, "bad buffer size"},
       {{"--buffer-size", "99999999999999999999999", CLI_TP_PIE}, "bad buffer size"},
+      // Issue 17: above the largest ring (256 sub-buffers of 1 MiB) was cut to 256M without a word.
+      {{"--buffer-size", "257M", CLI_TP_PIE},
+       "bad buffer size '257M': use a size from 16k to 256M"},
+      {{"--buffer-size", "268435457", CLI_TP_PIE}, "bad buffer size '268435457'"},
+      {{"--buffer-size", "4G", CLI_TP_PIE}, "bad buffer size '4G'"},
       {{"-e", "", CLI_TP_PIE}, "empty event pattern"},
       {{"-e", " , ", CLI_TP_PIE}, "empty event pattern"},
       {{"-e"}, "option --events needs a value"},

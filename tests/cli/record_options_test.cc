@@ -70,6 +70,72 @@ TEST_F(RecordOptionsTest, BadFilterIsRefusedBeforeTheProgramRuns) {
   EXPECT_FALSE(PathExists(trace));  // nothing created, the program never ran
 }
 
+// Issue 17: a filter of 20,000 parentheses (or 60,000 '!') in HUSHTRACE_FILTER killed the
+// program before main(), and through --filter the record process. Both refuse it now with the
+// column; at the limits (filter::kMaxNesting levels, filter::kMaxFilterBytes) it works.
+std::string Nested(std::size_t n, const std::string& inner) {
+  return std::string(n, '(') + inner + std::string(n, ')');
+}
+
+TEST_F(RecordOptionsTest, HostileFilterInTheEnvironmentLeavesTheProgramRunning) {
+  const auto run = [&](const std::string& filter, const std::string& out) {
+    RunOptions o;
+    o.env = {"HUSHTRACE_EVENTS=cliprog:*", "HUSHTRACE_OUTPUT=" + out, "HUSHTRACE_FILTER=" + filter};
+    return RunCommand({CLI_TP_NOPIE, "exit", "7"}, o);
+  };
+  const std::string off = "; tracing is off";
+  for (const auto& [filter, message] : std::vector<std::pair<std::string, std::string>>{
+           {Nested(20000, "seq"), "bad filter, column 4097: filter longer than 4096 bytes"},
+           {std::string(60000, '!') + "seq",
+            "bad filter, column 4097: filter longer than 4096 bytes"},
+           {Nested(65, "argc == 3"), "bad filter, column 65: expression nested too deeply"},
+           {std::string(65, '!') + "argc",
+            "bad filter, column 65: expression nested too deeply"}}) {
+    const RunResult r = run(filter, dir_ + "/refused");
+    EXPECT_EQ(r.status, 7) << r.err.substr(0, 300);  // the program ran to its own exit
+    EXPECT_NE(r.err.find("hushtrace: cannot start the session from the environment: " + message),
+              std::string::npos)
+        << r.err.substr(0, 300);
+    EXPECT_LT(r.err.size(), 1000u) << "the message shows a window of the filter, not all of it";
+    EXPECT_FALSE(PathExists(dir_ + "/refused"));
+  }
+  const std::string trace = dir_ + "/t";
+  const RunResult r = run(Nested(64, "argc == 3") + std::string(4096 - 128 - 9, ' '), trace);
+  EXPECT_EQ(r.status, 7) << r.err;
+  EXPECT_EQ(EventNames(trace), (std::vector<std::string>{"cliprog:start", "cliprog:start"}));
+}
+
+TEST_F(RecordOptionsTest, HostileFilterAndPatternsAreRefusedBeforeTheProgramRuns) {
+  const std::string trace = dir_ + "/t";
+  RunResult r = Record({"--filter", Nested(20000, "seq"), "-o", trace, CLI_TP_NOPIE, "exit", "0"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("bad filter, column 4097: filter longer than 4096 bytes"), std::string::npos)
+      << r.err.substr(0, 300);
+  EXPECT_LT(r.err.size(), 1000u);
+  r = Record({"--filter", std::string(65, '!') + "argc", "-o", trace, CLI_TP_NOPIE, "exit", "0"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("bad filter, column 65: expression nested too deeply"), std::string::npos)
+      << r.err;
+  r = Record({"-e", "x,cliprog:" + std::string(249, '*'), "-o", trace, CLI_TP_NOPIE, "exit", "0"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("event pattern 2 is 257 bytes long (at most 256)"), std::string::npos)
+      << r.err;
+  std::string many = "a";
+  for (int i = 1; i < 1025; ++i) many += ",a";
+  r = Record({"-e", many, "-o", trace, CLI_TP_NOPIE, "exit", "0"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("1025 event patterns (at most 1024)"), std::string::npos) << r.err;
+  r = Record({"--snapshot-on", "cliprog:" + std::string(249, '?'), "-o", trace, CLI_TP_NOPIE,
+              "exit", "0"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("snapshot-on pattern 1 is 257 bytes long"), std::string::npos) << r.err;
+  EXPECT_FALSE(PathExists(trace));
+  // At the limit: a 256-byte pattern is taken (and matches every cliprog event).
+  r = Record({"-e", "cliprog:" + std::string(248, '*'), "-o", trace, CLI_TP_NOPIE, "exit", "0"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_FALSE(EventNames(trace).empty());
+}
+
 TEST_F(RecordOptionsTest, SnapshotOnImpliesFlightMode) {
   const std::string trace = dir_ + "/t";
   const RunResult r = Record({"-e", "cliprog:*", "--snapshot-on", "cliprog:empty",

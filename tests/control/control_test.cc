@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -290,16 +291,23 @@ TEST(ControlTest, AnotherUserIsRefused) {
   ExpectPrivateTrace(parent + "/trace", 65534);
 }
 
-std::string RawRequest(pid_t pid, const std::string& bytes) {
+// A socket connected to the control socket of `pid`; -1 if the connection failed.
+int ConnectRaw(pid_t pid) {
   const std::string path = control::SocketPath(::geteuid(), pid);
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+  if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     ::close(fd);
-    return "connect failed";
+    return -1;
   }
+  return fd;
+}
+
+std::string RawRequest(pid_t pid, const std::string& bytes) {
+  const int fd = ConnectRaw(pid);
+  if (fd < 0) return "connect failed";
   ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
   std::string reply(control::kMaxMessage, '\0');
   const ssize_t n = ::recv(fd, reply.data(), reply.size(), 0);
@@ -340,12 +348,8 @@ TEST(ControlTest, MalformedRequestsGetAnErrorAndChangeNothing) {
   }
   EXPECT_EQ(RawRequest(t.pid(), "hushtrace-control 1 stop\n").rfind("error no active session\n", 0), 0u);
   // A client that connects and sends nothing does not wedge the server.
-  const std::string path = control::SocketPath(::geteuid(), t.pid());
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  const int idle = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  ASSERT_EQ(::connect(idle, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const int idle = ConnectRaw(t.pid());
+  ASSERT_GE(idle, 0);
   RunResult r = Cli({"status", pid});
   ::close(idle);
   ASSERT_EQ(r.status, 0) << r.err;
@@ -376,6 +380,165 @@ TEST(ControlProtocolTest, DecodeReportsTheLine) {
   EXPECT_EQ(first, "a b");
   ASSERT_EQ(fields.size(), 1u);
   EXPECT_EQ(fields[0].second, "some value");
+}
+
+}  // namespace
+}  // namespace hush::controltest
+
+namespace hush::controltest {
+namespace {
+
+// Issue 17: a `start` whose filter is 20,000 parentheses (or 60,000 '!') overflowed the
+// hush-control thread's stack and took the program down. Every limit of a request (filter size
+// and nesting, pattern length and count, the message size) is answered with an error and the
+// program keeps serving; at the limits the session starts.
+TEST(ControlTest, HostileStartRequestsAreRefusedAndTheProgramLives) {
+  Target t(CONTROL_TARGET, {}, {"HUSHTRACE_CONTROL=1"});
+  ASSERT_TRUE(t.ok());
+  TempDir dir;
+  const std::string start = "hushtrace-control 1 start\noutput " + dir.path() + "/t\n";
+  const auto nested = [](std::size_t n, const std::string& inner) {
+    return std::string(n, '(') + inner + std::string(n, ')');
+  };
+  std::string many_patterns;
+  for (int i = 0; i < 1025; ++i) many_patterns += "event a\n";
+  const std::pair<std::string, std::string> refused[] = {
+      {"event ctl:*\nfilter " + nested(20000, "seq") + "\n",
+       "error bad filter, column 4097: filter longer than 4096 bytes\n"},
+      {"event ctl:*\nfilter " + std::string(60000, '!') + "seq\n",
+       "error bad filter, column 4097: filter longer than 4096 bytes\n"},
+      {"event ctl:*\nfilter " + nested(65, "seq") + "\n",
+       "error bad filter, column 65: expression nested too deeply (at most 64 levels of '(' and "
+       "'!')\n"},
+      {"event ctl:" + std::string(253, '*') + "\n",
+       "error event pattern 1 is 257 bytes long (at most 256)\n"},
+      {many_patterns, "error 1025 event patterns (at most 1024)\n"},
+      {"event ctl:*\nmode flight\nsnapshot-on " + std::string(257, '?') + "\n",
+       "error snapshot-on pattern 1 is 257 bytes long (at most 256)\n"},
+      {"event ctl:*\nbuffer-size 16G\n",
+       "error buffer size 17179869184 is above the largest ring, 256M (256 sub-buffers of 1M)\n"},
+  };
+  for (const auto& [fields, reply] : refused) {
+    const std::string got = RawRequest(t.pid(), start + fields);
+    EXPECT_EQ(got.substr(0, got.find('\n') + 1), reply) << fields.substr(0, 80);
+    EXPECT_EQ(t.Command("emit 1"), "done");  // alive and untraced
+  }
+  // A request one byte over the message limit, then one at it (padded with a long filter of
+  // spaces beyond the filter limit: refused by the filter's, not the message's, limit).
+  std::string at_limit = start + "event ctl:*\nfilter seq";
+  at_limit += std::string(control::kMaxMessage - at_limit.size() - 1, ' ') + "\n";
+  ASSERT_EQ(at_limit.size(), control::kMaxMessage);
+  EXPECT_EQ(
+      RawRequest(t.pid(), at_limit).rfind("error bad filter, column 4097: filter longer than", 0),
+      0u);
+  EXPECT_EQ(RawRequest(t.pid(), at_limit + "x").rfind("error request larger than 65536 bytes", 0),
+            0u);
+  // At the limits: 64 levels in 4096 bytes, a 256-byte pattern.
+  std::string filter = nested(64, "seq >= 8");
+  filter += std::string(4096 - filter.size(), ' ');
+  const std::string ok = RawRequest(
+      t.pid(), start + "event ctl:" + std::string(252, '*') + "\nfilter " + filter + "\n");
+  ASSERT_EQ(ok.rfind("ok\n", 0), 0u) << ok;
+  EXPECT_EQ(t.Command("emit 5"), "done");
+  ASSERT_EQ(Cli({"stop", std::to_string(t.pid())}).status, 0);
+  const TickSummary ticks = ReadTicks(dir.path() + "/t");
+  // One tick per refused request came before the start (seq 0..), then 5: those from 8 on pass.
+  EXPECT_EQ(ticks.ticks, std::size(refused) + 5 - 8);
+  EXPECT_EQ(ticks.first, 8u);
+}
+
+}  // namespace
+}  // namespace hush::controltest
+
+namespace hush::controltest {
+namespace {
+
+std::uint64_t NowMs() {
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000 +
+         static_cast<std::uint64_t>(ts.tv_nsec) / 1000000;
+}
+
+// Issue 17: `kill -STOP P; hushtrace stop P` waited 60 s, said "no reply", and the stop happened
+// after SIGCONT anyway. Now the CLI refuses a stopped process at once, a request read after its
+// deadline is refused unread, and nothing happens late.
+TEST(ControlTest, StoppedProcessAnswersAtOnceAndNothingHappensLate) {
+  Target t(CONTROL_TARGET, {}, {"HUSHTRACE_CONTROL=1"});
+  ASSERT_TRUE(t.ok());
+  TempDir dir;
+  const std::string pid = std::to_string(t.pid());
+  ASSERT_EQ(Cli({"start", pid, "-e", "ctl:tick", "-o", dir.path() + "/t"}).status, 0);
+  ASSERT_EQ(::kill(t.pid(), SIGSTOP), 0);
+  for (int i = 0; i < 1000; ++i) {  // until the kernel shows it stopped
+    if (clitest::ReadFile("/proc/" + pid + "/stat").find(") T ") != std::string::npos) break;
+    ::usleep(1000);
+  }
+  const auto before = NowMs();
+  const RunResult r = Cli({"stop", pid});
+  EXPECT_LT(NowMs() - before, 10000u);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("process " + pid +
+                       " is stopped (by a signal: SIGCONT resumes it): it cannot act on "
+                       "the request; nothing was sent"),
+            std::string::npos)
+      << r.err;
+  // A request already queued when the process stopped, whose deadline passes meanwhile.
+  const int c = ConnectRaw(t.pid());
+  ASSERT_GE(c, 0);
+  const std::string expiring =
+      "hushtrace-control 1 stop\ndeadline-ms " + std::to_string(NowMs() + 100) + "\n";
+  ASSERT_EQ(::send(c, expiring.data(), expiring.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(expiring.size()));
+  ::usleep(300 * 1000);
+  ASSERT_EQ(::kill(t.pid(), SIGCONT), 0);
+  std::string reply(4096, '\0');
+  const ssize_t n = ::recv(c, reply.data(), reply.size(), 0);
+  ::close(c);
+  reply.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  EXPECT_EQ(reply.rfind("error stop: the request expired ", 0), 0u) << reply;
+  EXPECT_NE(reply.find("nothing was done"), std::string::npos) << reply;
+  // Still running: the session was not stopped, late or otherwise.
+  EXPECT_EQ(t.Command("emit 3"), "done");
+  RunResult status = Cli({"status", pid});
+  EXPECT_EQ(StatusValue(status.out, "session"), "active") << status.out;
+  // A deadline still ahead is honoured.
+  EXPECT_EQ(RawRequest(t.pid(), "hushtrace-control 1 status\ndeadline-ms " +
+                                    std::to_string(NowMs() + 60000) + "\n")
+                .rfind("ok\n", 0),
+            0u);
+  EXPECT_EQ(RawRequest(t.pid(), "hushtrace-control 1 status\ndeadline-ms soon\n")
+                .rfind("error malformed request: bad deadline-ms 'soon'", 0),
+            0u);
+  ASSERT_EQ(Cli({"stop", pid}).status, 0);
+  EXPECT_EQ(ReadTicks(dir.path() + "/t").ticks, 3u);
+}
+
+// Issue 17: a `start` killed while waiting left a session running that the next `start`
+// tripped over. A request whose client is gone when the process reads it is dropped.
+TEST(ControlTest, StartWhoseClientIsGoneLeavesNoSession) {
+  Target t(CONTROL_TARGET, {}, {"HUSHTRACE_CONTROL=1"});
+  ASSERT_TRUE(t.ok());
+  TempDir dir;
+  const std::string pid = std::to_string(t.pid());
+  ASSERT_EQ(::kill(t.pid(), SIGSTOP), 0);  // so that the client is gone before the read
+  const int c = ConnectRaw(t.pid());
+  ASSERT_GE(c, 0);
+  const std::string start =
+      "hushtrace-control 1 start\nevent ctl:*\noutput " + dir.path() + "/gone\n";
+  ASSERT_EQ(::send(c, start.data(), start.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(start.size()));
+  ::close(c);  // the client dies while the process is stopped
+  ASSERT_EQ(::kill(t.pid(), SIGCONT), 0);
+  EXPECT_EQ(t.Command("emit 1"), "done");
+  RunResult status = Cli({"status", pid});
+  EXPECT_EQ(StatusValue(status.out, "session"), "none") << status.out;
+  EXPECT_FALSE(clitest::PathExists(dir.path() + "/gone"));
+  // The next start works.
+  ASSERT_EQ(Cli({"start", pid, "-e", "ctl:tick", "-o", dir.path() + "/t"}).status, 0);
+  EXPECT_EQ(t.Command("emit 2"), "done");
+  ASSERT_EQ(Cli({"stop", pid}).status, 0);
+  EXPECT_EQ(ReadTicks(dir.path() + "/t").ticks, 2u);
 }
 
 }  // namespace

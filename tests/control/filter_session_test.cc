@@ -71,4 +71,26 @@ TEST(FilterSessionTest, SyntaxErrorNamesTheColumn) {
   hush::clitest::RemoveTree(root);
 }
 
+// Issue 17: a buffer size above the largest ring was cut to it without a word; every way in
+// (the API, HUSHTRACE_BUFFER_SIZE, the control socket) now goes through this refusal.
+TEST(FilterSessionTest, BufferSizeAboveTheLargestRingIsRefused) {
+  const std::string root = hush::clitest::MakeTempDir();
+  hush::SessionOptions o = Options(root + "/t", "");
+  o.buffer_size = std::size_t{256} << 20;  // at the limit: starts (no thread records, no ring)
+  std::string error;
+  auto session = hush::Session::Start(o, &error);
+  ASSERT_TRUE(session) << error;
+  session->Stop();
+  session.reset();
+  o.output_dir = root + "/u";
+  o.buffer_size = (std::size_t{256} << 20) + 1;
+  EXPECT_FALSE(hush::Session::Start(o, &error));
+  EXPECT_EQ(error, "buffer size 268435457 is above the largest ring, 256M (256 sub-buffers of 1M)");
+  o.buffer_size = std::size_t{16} << 30;
+  EXPECT_FALSE(hush::Session::Start(o, &error));
+  EXPECT_EQ(error,
+            "buffer size 17179869184 is above the largest ring, 256M (256 sub-buffers of 1M)");
+  hush::clitest::RemoveTree(root);
+}
+
 }  // namespace

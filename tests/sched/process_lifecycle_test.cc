@@ -4,6 +4,8 @@
 // buffers, even when another thread was emitting at fork time; an exec'd program linked with the
 // runtime records into DIR/proc-PID on the root trace's clock.
 #include <gtest/gtest.h>
+#include <dirent.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +14,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -184,6 +187,71 @@ std::map<std::uint64_t, std::multiset<std::uint64_t>> Generations(const std::vec
     at = p;
   }
   return gens;
+}
+
+// Issue 17 (item 6, smallest form): a fork child used to hold its parent's stream descriptors and
+// ring mappings, so a child that dropped its privileges could write into the parent's trace (and a
+// Stop() of the copied Session in a child that does not follow wrote the parent's rings). Now the
+// child has neither (MADV_DONTFORK, descriptors closed in the atfork child handler), in both modes,
+// and the parent's trace holds exactly the parent's events.
+TEST(ProcessLifecycle, ForkChildHoldsNoDescriptorOrMappingOfTheParentsTrace) {
+  for (const bool follow : {false, true}) {
+    SCOPED_TRACE(follow ? "follow" : "no follow");
+    TempDir dir(follow ? "fork_release_follow" : "fork_release");
+    hush::SessionOptions o;
+    o.events = {"lct:*"};
+    o.output_dir = dir.Sub("trace");
+    o.buffer_size = 64 << 10;
+    o.follow_children = follow;
+    std::string error;
+    auto s = hush::Session::Start(o, &error);
+    ASSERT_NE(s, nullptr) << error;
+    for (std::uint64_t i = 0; i < 100; ++i) HUSH_TRACE(lct, seq, Pid(), i);  // ring + stream_0
+    std::fflush(nullptr);
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      int bad = 0;  // regular files of the trace open here, ring files mapped here
+      if (DIR* fds = ::opendir("/proc/self/fd")) {
+        while (const dirent* e = ::readdir(fds)) {
+          char target[4096];
+          const std::string link = std::string("/proc/self/fd/") + e->d_name;
+          const ssize_t n = ::readlink(link.c_str(), target, sizeof target - 1);
+          struct stat st;
+          if (n > 0 && std::string(target, static_cast<std::size_t>(n)).find(o.output_dir) == 0 &&
+              ::stat(link.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+            ++bad;
+          }
+        }
+        ::closedir(fds);
+      }
+      std::ifstream maps("/proc/self/maps");
+      for (std::string line; std::getline(maps, line);) {
+        if (line.find(o.output_dir + "/.ring/") != std::string::npos) ++bad;
+      }
+      if (follow) {
+        for (std::uint64_t i = 0; i < 10; ++i) HUSH_TRACE(lct, seq, Pid(), i);  // its own ring
+      } else {
+        s->Stop();  // the copied Session: must not write the parent's rings
+      }
+      std::exit(bad);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status)) << status;
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "trace files open or mapped in the child";
+    for (std::uint64_t i = 100; i < 200; ++i) HUSH_TRACE(lct, seq, Pid(), i);
+    s->Stop();
+    const Trace t = ReadTrace(o.output_dir);
+    ASSERT_TRUE(t.ok) << t.error;
+    std::vector<std::uint64_t> parent, child;
+    for (const TraceEvent& e : t.events) {
+      (e.U("pid") == Pid() ? parent : child).push_back(e.U("seq"));
+    }
+    ASSERT_EQ(parent.size(), 200u);
+    for (std::uint64_t i = 0; i < 200; ++i) EXPECT_EQ(parent[i], i);
+    EXPECT_EQ(child.size(), follow ? 10u : 0u);
+  }
 }
 
 TEST(ProcessLifecycle, RecordFollowsAForkedChild) {

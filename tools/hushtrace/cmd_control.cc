@@ -34,12 +34,13 @@ constexpr char kStartUsage[] =
     "  -o, --output DIR         trace directory, created 0700 by the process. Default:\n"
     "                           ./hushtrace-YYYYMMDD-HHMMSS-PID\n"
     "      --mode stream|flight default stream\n"
-    "      --buffer-size SIZE   ring buffer per thread (256k, 4M...). Default: 1M\n"
+    "      --buffer-size SIZE   ring buffer per thread, 16k to 256M (256k, 4M...). Default: 1M\n"
     "      --filter EXPR        record only events whose fields satisfy EXPR, e.g.\n"
     "                           'bytes > 1000 && fd != 3' (==, !=, <, <=, >, >=, &&, ||, !, ())\n"
     "      --snapshot-on PATTERN  flight mode: write a snapshot when an event matching PATTERN\n"
     "                           is emitted (the event is recorded); repeat for several\n"
-    "      --snapshot-interval MS at most one triggered snapshot per MS milliseconds. Default: 1000\n";
+    "      --snapshot-interval MS at most one triggered snapshot per MS milliseconds. Default: "
+    "1000\n";
 
 int Bad(const char* command, const std::string& message) {
   std::fprintf(stderr, "hushtrace %s: %s\n(see 'hushtrace %s --help')\n", command, message.c_str(),
@@ -87,7 +88,16 @@ bool CopyTrace(const std::string& from, const std::string& to, std::string* erro
   while (const dirent* e = ::readdir(dir)) {
     const std::string name = e->d_name;
     if (name != "metadata" && name.rfind("stream_", 0) != 0) continue;
-    const int in = ::open((from + "/" + name).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    // O_NONBLOCK and the type check: a FIFO planted in the trace directory must not hang us.
+    const int in =
+        ::open((from + "/" + name).c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (in >= 0 && (::fstat(in, &st) != 0 || !S_ISREG(st.st_mode))) {
+      *error = from + "/" + name + ": not a regular file";
+      ::close(in);
+      ok = false;
+      break;
+    }
     const int out = ::open((to + "/" + name).c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     char buf[1 << 16];
     ssize_t n = 0;

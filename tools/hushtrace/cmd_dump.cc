@@ -275,6 +275,9 @@ int RunDump(int argc, char** argv) {
   }
   progress.Done();
   write_ok = out.Flush() && write_ok;
+  for (const std::string& line : LossWarnings(*trace)) {
+    std::fprintf(stderr, "hushtrace dump: warning: %s\n", line.c_str());
+  }
   for (const std::string& w : trace->warnings()) std::fprintf(stderr, "hushtrace dump: warning: %s\n", w.c_str());
   if (!it.error().empty()) {
     std::fprintf(stderr, "hushtrace dump: %s\n", it.error().c_str());

@@ -3,9 +3,11 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdint>
@@ -21,8 +23,11 @@
 
 #include "commands.h"
 #include "filter/filter.h"
+#include "filter/pattern_limits.h"
 #include "hushtrace/reader.h"
 #include "record_functions.h"
+#include "base/env.h"
+#include "base/parse.h"
 
 namespace hush::cli {
 namespace {
@@ -46,28 +51,32 @@ constexpr char kUsage[] =
     "                           when PROGRAM exits or receives SIGUSR2\n"
     "      --buffer-size SIZE   ring buffer per thread: bytes or with a k, M or G suffix (256k, "
     "4M),\n"
-    "                           from 16k to 4G. Default: 1M\n"
+    "                           from 16k to 256M. Default: 1M\n"
     "      --filter EXPR        record only events whose fields satisfy EXPR, e.g.\n"
     "                           'bytes > 1000 && fd != 3' (==, !=, <, <=, >, >=, &&, ||, !, ()).\n"
     "                           Checked here: an expression that does not parse is refused\n"
     "      --snapshot-on PATTERN  write a flight-recorder snapshot when an event matching\n"
     "                           PATTERN is emitted (the event is recorded); repeat or separate\n"
     "                           with commas. Implies --mode flight\n"
-    "      --snapshot-interval MS at most one triggered snapshot per MS milliseconds. Default: 1000\n"
+    "      --snapshot-interval MS at most one triggered snapshot per MS milliseconds. Default: "
+    "1000\n"
     "      --sched              also record PROGRAM's scheduler events (sched:switch_in/out,\n"
     "                           thread_start/exit/name) from perf_event_open; if the kernel\n"
     "                           refuses, PROGRAM says so once and the rest is recorded\n"
     "      --no-follow          children of PROGRAM do not trace. Default: a forked child writes\n"
     "                           its own streams into the trace, and an exec'd program linked with\n"
     "                           the runtime records into DIR/proc-PID (docs/format.md)\n"
-    "      --functions GLOB     trace the functions whose name matches GLOB (mangled or demangled,\n"
-    "                           e.g. 'fib*', 'ns::*', '*'); repeat or separate with commas. Needs a\n"
+    "      --functions GLOB     trace the functions whose name matches GLOB (mangled or "
+    "demangled,\n"
+    "                           e.g. 'fib*', 'ns::*', '*'); repeat or separate with commas. Needs "
+    "a\n"
     "                           PROGRAM built with patchable entries (clang or gcc\n"
     "                           -fpatchable-function-entry=5, or gcc -pg -mfentry -mnop-mcount\n"
     "                           -mrecord-mcount); one that does not link libhushtrace gets it\n"
     "                           through LD_PRELOAD. With --functions, -e defaults to func:*\n"
     "      --depth N            trace calls at most N traced frames deep (default: no limit)\n"
-    "      --min-duration D     keep only calls lasting at least D (500ns, 2us, 1ms): one func:call\n"
+    "      --min-duration D     keep only calls lasting at least D (500ns, 2us, 1ms): one "
+    "func:call\n"
     "                           event at their exit instead of func:entry + func:exit\n"
     "  -h, --help               print this help\n"
     "\n"
@@ -79,58 +88,21 @@ constexpr char kUsage[] =
     "directory cannot be created; 2 for bad arguments or an output directory that is not empty;\n"
     "127 if PROGRAM cannot be run.\n";
 
-constexpr std::size_t kMinBufferSize = std::size_t{16} << 10;
-constexpr unsigned long long kMaxBufferSize = 4ull << 30;
+constexpr std::size_t kMinBufferSize = hush::base::env::kMinBufferSize;
+constexpr unsigned long long kMaxBufferSize = hush::base::env::kMaxBufferSize;  // the runtime refuses more
 
 int BadArguments(const std::string& message) {
   std::fprintf(stderr, "hushtrace record: %s\n(see 'hushtrace record --help')\n", message.c_str());
   return 2;
 }
 
-// The size a text like "64k" stands for, computed without overflow; false if it is not a size or
-// is larger than kMaxBufferSize. Accepts the syntax of the runtime's hush::ParseSize, which parses
-// the same text in the traced program. (Not called here: it would link the runtime's session code,
-// and with it the start-up hook that starts a session from HUSHTRACE_EVENTS, into the CLI.)
+// The size a text like "64k" stands for; false if it is not a size or is larger than
+// kMaxBufferSize. The same parser as the traced program's (base/parse.h).
 bool ParseBufferSize(const std::string& text, std::size_t* out) {
-  std::size_t i = 0;
-  unsigned long long digits = 0;
-  while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
-    digits = digits * 10 + static_cast<unsigned>(text[i] - '0');
-    if (digits > kMaxBufferSize) return false;
-    ++i;
-  }
-  if (i == 0) return false;
-  const std::string_view suffix = std::string_view(text).substr(i);
-  unsigned shift = 0;
-  if (suffix.empty()) {
-  } else if (suffix == "k" || suffix == "K" || suffix == "KiB" || suffix == "kB") {
-    shift = 10;
-  } else if (suffix == "m" || suffix == "M" || suffix == "MiB" || suffix == "MB") {
-    shift = 20;
-  } else if (suffix == "g" || suffix == "G" || suffix == "GiB" || suffix == "GB") {
-    shift = 30;
-  } else {
-    return false;
-  }
-  if (digits > (kMaxBufferSize >> shift)) return false;
-  *out = static_cast<std::size_t>(digits << shift);
+  std::uint64_t v = 0;
+  if (!hush::base::ParseSize(text, kMaxBufferSize, &v)) return false;
+  *out = static_cast<std::size_t>(v);
   return true;
-}
-
-// Splits "a, b" (the runtime's HUSHTRACE_EVENTS syntax) into trimmed, non-empty patterns.
-std::vector<std::string> SplitPatterns(const std::string& s) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= s.size()) {
-    std::size_t end = s.find(',', start);
-    if (end == std::string::npos) end = s.size();
-    std::size_t b = start, e = end;
-    while (b < e && (s[b] == ' ' || s[b] == '\t')) ++b;
-    while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t')) --e;
-    if (e > b) out.push_back(s.substr(b, e - b));
-    start = end + 1;
-  }
-  return out;
 }
 
 std::string DefaultOutputName() {
@@ -269,7 +241,7 @@ struct Options {
 
 // Appends the patterns of `value` ("a, b") to `out`; false if it holds none.
 bool AppendPatterns(const std::string& value, std::vector<std::string>* out) {
-  const std::vector<std::string> split = SplitPatterns(value);
+  const std::vector<std::string> split = hush::base::SplitList(value);
   out->insert(out->end(), split.begin(), split.end());
   return !split.empty();
 }
@@ -371,7 +343,7 @@ int ParseOptions(int argc, char** argv, Options* o) {
       std::size_t size;
       if (!ParseBufferSize(value, &size) || size < kMinBufferSize) {
         return BadArguments("bad buffer size '" + value +
-                            "': use a size from 16k to 4G (e.g. 256k, 4M)");
+                            "': use a size from 16k to 256M (e.g. 256k, 4M)");
       }
       o->buffer_size = value;
     }
@@ -388,6 +360,11 @@ int ParseOptions(int argc, char** argv, Options* o) {
     return BadArguments("--snapshot-interval needs --snapshot-on");
   }
   if (o->patterns.empty()) o->patterns.emplace_back(o->functions.empty() ? "*" : "func:*");
+  std::string limit_error;
+  if (!filter::CheckPatterns(o->patterns, "event", &limit_error) ||
+      !filter::CheckPatterns(o->snapshot_on, "snapshot-on", &limit_error)) {
+    return BadArguments(limit_error);
+  }
   return -1;
 }
 
@@ -405,10 +382,10 @@ bool SetOptionalEnvironment(const char* name, bool set, const std::string& value
 
 // HUSHTRACE_FUNCTIONS & co., and LD_PRELOAD of the runtime when PROGRAM does not carry it.
 bool SetFunctionEnvironment(const Options& o, const char* program) {
-  bool ok = ::setenv("HUSHTRACE_FUNCTIONS", Join(o.functions).c_str(), 1) == 0;
-  if (!o.depth.empty()) ok = ok && ::setenv("HUSHTRACE_FUNCTION_DEPTH", o.depth.c_str(), 1) == 0;
+  bool ok = ::setenv(hush::base::env::kFunctions, Join(o.functions).c_str(), 1) == 0;
+  if (!o.depth.empty()) ok = ok && ::setenv(hush::base::env::kFunctionDepth, o.depth.c_str(), 1) == 0;
   if (!o.min_duration_ns.empty())
-    ok = ok && ::setenv("HUSHTRACE_MIN_DURATION", o.min_duration_ns.c_str(), 1) == 0;
+    ok = ok && ::setenv(hush::base::env::kMinDuration, o.min_duration_ns.c_str(), 1) == 0;
   if (ok && !ProgramHasRuntime(program)) {
     const std::string lib = RuntimeLibrary();
     if (lib.empty()) {
@@ -430,13 +407,33 @@ bool SetFunctionEnvironment(const Options& o, const char* program) {
 // usual cause is a ring too small for the thread's rate (whole-program function tracing of
 // call-heavy code writes tens of millions of events per second) or the consumer thread kept off
 // a CPU for a few ms. Packet headers only (Trace::Open reads no event). Flight mode's
-// overwrites are the point of that mode and are not reported here.
+// overwrites are the point of that mode and are not reported here. Events the stream files could
+// not take (a full disk) are counted with the discarded ones on disk; the runtime records how many
+// in the metadata (hushtrace_events_lost_on_write), and they are said apart: a larger ring does
+// not help them.
+std::uint64_t EnvCount(const reader::Trace& trace, std::string_view key) {
+  const std::string_view v = trace.metadata().Env(key);
+  std::uint64_t n = 0;
+  for (char c : v) n = c >= '0' && c <= '9' ? n * 10 + static_cast<std::uint64_t>(c - '0') : n;
+  return n;
+}
+
 void ReportDiscards(const std::string& dir, const std::string& buffer_size) {
   std::string error;
   const std::unique_ptr<reader::Trace> trace = reader::Trace::Open(dir, &error);
   if (!trace) return;  // `report` explains what is wrong with it
   std::uint64_t discarded = 0;
   for (const reader::StreamInfo& s : trace->streams()) discarded += s.DiscardedOnly();
+  // On disk, a packet's events_discarded includes the events that failed to be written before it.
+  const std::uint64_t not_written = EnvCount(*trace, "hushtrace_events_lost_on_write");
+  if (not_written != 0) {
+    std::fprintf(
+        stderr,
+        "hushtrace: %llu events could not be written to %s (see the runtime's message above: a "
+        "full disk or a failing file system); the buffer size does not change that\n",
+        static_cast<unsigned long long>(not_written), dir.c_str());
+  }
+  discarded -= std::min(discarded, not_written);
   if (discarded == 0) return;
   std::fprintf(stderr,
                "hushtrace: %llu events were discarded (a thread's ring was full, or an event "
@@ -444,6 +441,31 @@ void ReportDiscards(const std::string& dir, const std::string& buffer_size) {
                "--buffer-size (now %s per thread) keeps those of a full ring ('hushtrace report "
                "%s' shows where)\n",
                static_cast<unsigned long long>(discarded), buffer_size.c_str(), dir.c_str());
+}
+
+// Bytes free for this user on the file system holding `path`; UINT64_MAX when unknown.
+std::uint64_t FreeBytes(const std::string& path) {
+  struct statvfs fs;
+  if (::statvfs(path.c_str(), &fs) != 0) return UINT64_MAX;
+  return static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize;
+}
+
+// Why no trace (or no event) was written, when a cause is visible from here: the directory was
+// removed or replaced during the run, or its file system is full (below one ring of free space:
+// no ring file could be created). "" otherwise.
+std::string VisibleCause(const std::string& dir, const struct stat& created,
+                         std::uint64_t ring_bytes) {
+  struct stat now;
+  if (::lstat(dir.c_str(), &now) != 0 || now.st_dev != created.st_dev ||
+      now.st_ino != created.st_ino) {
+    return dir + " was removed or replaced while the program ran";
+  }
+  const std::uint64_t free = FreeBytes(dir);
+  if (free < ring_bytes) {
+    return "the file system holding " + dir + " is full (" + std::to_string(free) +
+           " bytes free, less than one ring buffer)";
+  }
+  return "";
 }
 
 }  // namespace
@@ -472,21 +494,24 @@ int RunRecord(int argc, char** argv) {
     return status;
   }
   const std::string abs_dir = AbsolutePath(dir);
+  // Its identity, to tell at the end a directory removed (or replaced) during the run.
+  struct stat dir_stat;
+  const bool have_dir_stat = ::stat(abs_dir.c_str(), &dir_stat) == 0;
   auto remove_if_unused = [&] {
     if (!created) return;
     ::rmdir((abs_dir + "/.ring").c_str());  // only removes empty directories
     ::rmdir(abs_dir.c_str());
   };
 
-  if (::setenv("HUSHTRACE_EVENTS", events.c_str(), 1) != 0 ||
-      ::setenv("HUSHTRACE_OUTPUT", abs_dir.c_str(), 1) != 0 ||
-      ::setenv("HUSHTRACE_MODE", opts.mode.c_str(), 1) != 0 ||
-      ::setenv("HUSHTRACE_BUFFER_SIZE", opts.buffer_size.c_str(), 1) != 0 ||
-      (opts.sched ? ::setenv("HUSHTRACE_SCHED", "1", 1) : ::unsetenv("HUSHTRACE_SCHED")) != 0 ||
-      ::setenv("HUSHTRACE_FOLLOW", opts.follow ? "1" : "0", 1) != 0 ||
-      !SetOptionalEnvironment("HUSHTRACE_FILTER", opts.has_filter, opts.filter) ||
-      !SetOptionalEnvironment("HUSHTRACE_SNAPSHOT_ON", !opts.snapshot_on.empty(), Join(opts.snapshot_on)) ||
-      !SetOptionalEnvironment("HUSHTRACE_SNAPSHOT_INTERVAL_MS", !opts.snapshot_interval_ms.empty(),
+  if (::setenv(hush::base::env::kEvents, events.c_str(), 1) != 0 ||
+      ::setenv(hush::base::env::kOutput, abs_dir.c_str(), 1) != 0 ||
+      ::setenv(hush::base::env::kMode, opts.mode.c_str(), 1) != 0 ||
+      ::setenv(hush::base::env::kBufferSize, opts.buffer_size.c_str(), 1) != 0 ||
+      (opts.sched ? ::setenv(hush::base::env::kSched, "1", 1) : ::unsetenv(hush::base::env::kSched)) != 0 ||
+      ::setenv(hush::base::env::kFollow, opts.follow ? "1" : "0", 1) != 0 ||
+      !SetOptionalEnvironment(hush::base::env::kFilter, opts.has_filter, opts.filter) ||
+      !SetOptionalEnvironment(hush::base::env::kSnapshotOn, !opts.snapshot_on.empty(), Join(opts.snapshot_on)) ||
+      !SetOptionalEnvironment(hush::base::env::kSnapshotIntervalMs, !opts.snapshot_interval_ms.empty(),
                               opts.snapshot_interval_ms)) {
     std::fprintf(stderr, "hushtrace record: cannot set the environment: %s\n",
                  std::strerror(errno));
@@ -588,6 +613,9 @@ int RunRecord(int argc, char** argv) {
     status = 1;
   }
 
+  std::size_t ring_bytes = 0;
+  ParseBufferSize(opts.buffer_size, &ring_bytes);
+  const std::string cause = have_dir_stat ? VisibleCause(abs_dir, dir_stat, ring_bytes) : "";
   if (Exists(abs_dir + "/metadata")) {
     std::fprintf(stderr, "hushtrace: trace written to %s\n", dir.c_str());
     ReportDiscards(abs_dir, opts.buffer_size);
@@ -595,12 +623,18 @@ int RunRecord(int argc, char** argv) {
       std::fprintf(
           stderr, "hushtrace: the trace may be incomplete: %s could not write the events it held\n",
           program);
+    } else if (CountStreams(abs_dir) == 0 && !cause.empty()) {
+      std::fprintf(stderr, "hushtrace: no event was recorded: %s\n", cause.c_str());
     } else if (CountStreams(abs_dir) == 0) {
       std::fprintf(stderr,
                    "hushtrace: no event was recorded: check the -e patterns against "
                    "'hushtrace list %s' (and its libraries)\n",
                    program);
     }
+  } else if (!cause.empty()) {
+    std::fprintf(stderr, "hushtrace: warning: no trace was written to %s: %s\n", dir.c_str(),
+                 cause.c_str());
+    remove_if_unused();
   } else {
     std::fprintf(
         stderr,

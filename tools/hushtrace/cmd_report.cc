@@ -85,14 +85,26 @@ std::string Rate(double per_second) {
 
 std::string Value(double v) { return Format("%.6g", v); }
 
+// Trace::ToEpochNs clamps to the int64 range: a time at either end comes from a clock offset in
+// the metadata that no real clock has, and is said so rather than shown as a date in 1677.
+// Times before 1970 round down (floor), so the milliseconds are never negative.
 std::string WallClock(std::int64_t ns) {
-  const time_t s = static_cast<time_t>(ns / 1000000000);
+  if (ns == std::numeric_limits<std::int64_t>::min() ||
+      ns == std::numeric_limits<std::int64_t>::max()) {
+    return "out of range (the metadata's clock offset is not a real time)";
+  }
+  std::int64_t s = ns / 1000000000, frac = ns % 1000000000;
+  if (frac < 0) {
+    --s;
+    frac += 1000000000;
+  }
+  const time_t t = static_cast<time_t>(s);
   struct tm tm;
-  if (::gmtime_r(&s, &tm) == nullptr) return "?";
+  if (::gmtime_r(&t, &tm) == nullptr) return "out of range";
   char buf[64];
   std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
   char out[96];
-  std::snprintf(out, sizeof out, "%s.%03d UTC", buf, static_cast<int>((ns % 1000000000) / 1000000));
+  std::snprintf(out, sizeof out, "%s.%03d UTC", buf, static_cast<int>(frac / 1000000));
   return out;
 }
 
@@ -208,19 +220,7 @@ int RunReport(int argc, char** argv) {
               trace->streams().size() == 1 ? "" : "s", Bytes(trace->bytes_on_disk()).c_str());
   const std::uint64_t lost = trace->events_discarded();
   std::printf("  lost       %s\n", lost == 0 ? "none" : (std::to_string(lost) + " events").c_str());
-  for (const reader::StreamInfo& s : trace->streams()) {
-    if (s.events_discarded != 0) {
-      std::printf("WARNING: %s: %llu events lost: %llu discarded (ring full, nested or oversized), "
-                  "%llu overwritten (flight mode)\n",
-                  s.path.c_str(), static_cast<unsigned long long>(s.events_discarded),
-                  static_cast<unsigned long long>(s.DiscardedOnly()),
-                  static_cast<unsigned long long>(s.events_overwritten));
-    }
-    if (s.lost_packets != 0) {
-      std::printf("WARNING: %s: %llu packets missing (gaps in packet_seq_num)\n", s.path.c_str(),
-                  static_cast<unsigned long long>(s.lost_packets));
-    }
-  }
+  for (const std::string& line : LossWarnings(*trace)) std::printf("WARNING: %s\n", line.c_str());
   for (const std::string& w : trace->warnings()) std::printf("WARNING: %s\n", w.c_str());
 
   std::size_t width = 24;

@@ -1,14 +1,20 @@
 // SendControl / ControlListening (control_client.h).
 #include "control_client.h"
 
+#include <fcntl.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <string_view>
 #include <vector>
 
 #include "inject.h"
@@ -56,6 +62,26 @@ int Connect(pid_t pid, uid_t uid, bool* absent, std::string* error) {
   return fd;
 }
 
+// The state letter of /proc/PID/stat ('R', 'S', 'T' stopped, 't' stopped by a tracer...), or 0.
+char ProcessState(pid_t pid) {
+  const int fd = ::open(("/proc/" + std::to_string(pid) + "/stat").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[512];
+  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return 0;
+  const std::string_view stat(buf, static_cast<std::size_t>(n));
+  const std::size_t paren = stat.rfind(')');  // comm may hold spaces and parentheses
+  return paren != std::string_view::npos && paren + 2 < stat.size() ? stat[paren + 2] : 0;
+}
+
+std::uint64_t MonotonicMs() {
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000 +
+         static_cast<std::uint64_t>(ts.tv_nsec) / 1000000;
+}
+
 }  // namespace
 
 std::string ControlReply::Get(const std::string& key) const {
@@ -83,6 +109,14 @@ ControlReply SendControl(pid_t pid, const std::string& verb, const control::Fiel
     reply.error = "no process " + std::to_string(pid);
     return reply;
   }
+  // A stopped process cannot act: say so now rather than after the timeout (the deadline below
+  // covers one stopped after this check).
+  if (const char state = ProcessState(pid); state == 'T' || state == 't') {
+    reply.error = "process " + std::to_string(pid) + " is stopped (" +
+                  (state == 'T' ? "by a signal: SIGCONT resumes it" : "by a tracer") +
+                  "): it cannot act on the request; nothing was sent";
+    return reply;
+  }
   bool absent = false;
   int fd = Connect(pid, uid, &absent, &reply.error);
   if (fd < 0 && absent) {
@@ -99,9 +133,13 @@ ControlReply SendControl(pid_t pid, const std::string& verb, const control::Fiel
     fd = Connect(pid, uid, &absent, &reply.error);
   }
   if (fd < 0) return reply;
+  // The process refuses the request once its deadline has passed (protocol.h); the wait for the
+  // reply lasts a little longer, for a request read just before it.
+  control::Fields with_deadline = fields;
+  with_deadline.emplace_back("deadline-ms", std::to_string(MonotonicMs() + kReplyTimeoutMs));
   const std::string request =
-      control::EncodeMessage(std::string(control::kRequestMagic) + verb, fields);
-  timeval tv{60, 0};
+      control::EncodeMessage(std::string(control::kRequestMagic) + verb, with_deadline);
+  timeval tv{(kReplyTimeoutMs + kReplyGraceMs) / 1000, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size())) {
     reply.error = std::string("cannot send the request: ") + std::strerror(errno);
@@ -113,10 +151,28 @@ ControlReply SendControl(pid_t pid, const std::string& verb, const control::Fiel
   do {
     n = ::recv(fd, buf.data(), buf.size(), 0);
   } while (n < 0 && errno == EINTR);
+  const int recv_errno = errno;
+  int unread = 0;  // bytes of the request the process has not read (SIOCOUTQ)
+  if (n < 0 && ::ioctl(fd, SIOCOUTQ, &unread) != 0) unread = -1;
   ::close(fd);
-  if (n <= 0) {
-    reply.error = n == 0 ? "the process closed the connection without a reply"
-                         : std::string("no reply: ") + std::strerror(errno);
+  if (n == 0) {
+    reply.error = "the process closed the connection without a reply";
+    return reply;
+  }
+  if (n < 0 && (recv_errno == EAGAIN || recv_errno == EWOULDBLOCK)) {
+    const std::string waited = std::to_string((kReplyTimeoutMs + kReplyGraceMs) / 1000) + " s";
+    reply.error = unread > 0
+                      ? "no reply within " + waited + ": process " + std::to_string(pid) +
+                            " did not read the request (stopped or busy); it has expired and will "
+                            "not take effect"
+                      : "no reply within " + waited + ": process " + std::to_string(pid) +
+                            " read the request but did not answer; it may have taken effect "
+                            "('hushtrace status " +
+                            std::to_string(pid) + "' tells)";
+    return reply;
+  }
+  if (n < 0) {
+    reply.error = std::string("no reply: ") + std::strerror(recv_errno);
     return reply;
   }
   std::string first;

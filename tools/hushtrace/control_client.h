@@ -21,8 +21,14 @@ struct ControlReply {
 // True if the socket of `pid` exists and a server answers there.
 bool ControlListening(pid_t pid);
 
+// How long SendControl waits for a reply: the request's deadline (protocol.h), plus a grace for
+// one read just before it.
+inline constexpr unsigned kReplyTimeoutMs = 30000;
+inline constexpr unsigned kReplyGraceMs = 2000;
+
 // Sends `verb` with `fields` to process `pid` and returns its reply. Opens the control channel
-// (ptrace bootstrap) if it is not open yet.
+// (ptrace bootstrap) if it is not open yet. A stopped process is refused before anything is
+// sent; the request carries a deadline, so a process stopped later never acts on it late.
 ControlReply SendControl(pid_t pid, const std::string& verb, const control::Fields& fields);
 
 }  // namespace hush::cli

@@ -129,6 +129,10 @@ class Parser {
   explicit Parser(std::string_view text) : t_(text) {}
 
   std::unique_ptr<FilterExpr> ParseAll(std::string* error) {
+    if (t_.size() > kMaxFilterExprBytes) {
+      *error = "--filter: longer than " + std::to_string(kMaxFilterExprBytes) + " bytes";
+      return nullptr;
+    }
     std::unique_ptr<FilterExpr> e = Or();
     Skip();
     if (e && pos_ != t_.size()) Fail("unexpected '" + std::string(t_.substr(pos_, 1)) + "'");
@@ -172,7 +176,10 @@ class Parser {
     return a;
   }
   std::unique_ptr<FilterExpr> Unary() {
-    if (++depth_ > 200) return Fail("expression nested too deeply");
+    if (++depth_ > kMaxFilterExprNesting) {
+      return Fail("expression nested too deeply (at most " + std::to_string(kMaxFilterExprNesting) +
+                  " levels of '(' and '!')");
+    }
     std::unique_ptr<FilterExpr> r;
     if (Eat("!") && !(pos_ < t_.size() && t_[pos_] == '=')) {
       std::unique_ptr<FilterExpr> a = Unary();
@@ -196,6 +203,10 @@ class Parser {
     return std::string(t_.substr(start, pos_ - start));
   }
   std::unique_ptr<FilterExpr> Comparison() {
+    // Matches() and the destructor recurse along the && / || chain: its length is bounded too.
+    if (++comparisons_ > kMaxFilterExprComparisons) {
+      return Fail("more than " + std::to_string(kMaxFilterExprComparisons) + " comparisons");
+    }
     const std::string operand = Word();
     if (operand.empty() || operand == "$")
       return Fail("expected a field name, $name, $tid or $thread");
@@ -281,7 +292,8 @@ class Parser {
 
   std::string_view t_;
   std::size_t pos_ = 0;
-  int depth_ = 0;
+  std::size_t depth_ = 0;
+  std::size_t comparisons_ = 0;
   std::string error_;
 };
 

@@ -14,6 +14,9 @@
 // or a bare word, their value with a number; bools with true/false or numbers. A comparison on a
 // field the event does not have, or of incompatible types, is false (so `!(x == 1)` holds for
 // events without x). Parse errors name the byte offset.
+//
+// Limits (the parser and the evaluator recurse): at most kMaxFilterExprBytes bytes, 200 levels
+// of '(' and '!', kMaxFilterExprComparisons comparisons.
 #ifndef HUSHTRACE_TOOLS_HUSHTRACE_FILTER_EXPR_H_
 #define HUSHTRACE_TOOLS_HUSHTRACE_FILTER_EXPR_H_
 
@@ -24,6 +27,10 @@
 #include "hushtrace/reader.h"
 
 namespace hush::cli {
+
+inline constexpr std::size_t kMaxFilterExprBytes = 64 * 1024;
+inline constexpr std::size_t kMaxFilterExprNesting = 200;
+inline constexpr std::size_t kMaxFilterExprComparisons = 4096;
 
 class FilterExpr {
  public:

@@ -40,4 +40,21 @@ std::unique_ptr<reader::Trace> OpenTraceRecovering(const std::string& dir, const
   return reader::Trace::Open(dir, error);
 }
 
+std::vector<std::string> LossWarnings(const reader::Trace& trace) {
+  std::vector<std::string> lines;
+  for (const reader::StreamInfo& s : trace.streams()) {
+    if (s.events_discarded != 0) {
+      lines.push_back(s.path + ": " + std::to_string(s.events_discarded) +
+                      " events lost: " + std::to_string(s.DiscardedOnly()) +
+                      " discarded (ring full, nested or oversized, " + "or not written), " +
+                      std::to_string(s.events_overwritten) + " overwritten (flight mode)");
+    }
+    if (s.lost_packets != 0) {
+      lines.push_back(s.path + ": " + std::to_string(s.lost_packets) +
+                      " packets missing (gaps in packet_seq_num)");
+    }
+  }
+  return lines;
+}
+
 }  // namespace hush::cli

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "hushtrace/reader.h"
 
@@ -15,6 +16,10 @@ namespace hush::cli {
 // `command` prefixes the messages ("hushtrace dump"). nullptr + `error` when it cannot be read.
 std::unique_ptr<reader::Trace> OpenTraceRecovering(const std::string& dir, const char* command,
                                                    std::string* error);
+
+// One line per stream that lost events or packets ("DIR/stream_N: 12 events lost: ..."), for
+// `report` (stdout, "WARNING: ") and `dump` (stderr): both say the same.
+std::vector<std::string> LossWarnings(const reader::Trace& trace);
 
 }  // namespace hush::cli
 
