@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "export/symbolizer.h"
 #include "export/timeline.h"
 #include "filter_expr.h"
 #include "hushtrace/reader.h"
@@ -32,9 +33,11 @@ constexpr const char kUsage[] =
     "\n"
     "Prints the events of the trace in DIR, one line each, in time order:\n"
     "  [  1.234567890] tid 1234 demo:request worker=0 request_id=7 path=\"/index.html\"\n"
+    "Function events end with func=\"NAME\": the function at addr, named as in report.\n"
     "\n"
     "options:\n"
-    "  -e, --event GLOB  only events whose provider:name matches GLOB (repeatable; * ? [...])\n"
+    "  -e, --event GLOB  only events whose provider:name matches GLOB (repeatable; * ? [...]);\n"
+    "                    a GLOB matching no event of the trace's metadata is an error\n"
     "  --filter EXPR     only events for which EXPR holds, e.g. 'status >= 500 && path ~ \"/api*\"'\n"
     "                    (== != < <= > >= ~, && || ! ( ); $name $tid $thread; docs/reader.md)\n"
     "  --since T         only events at or after T, relative to the first event of the trace\n"
@@ -228,8 +231,18 @@ int RunDump(int argc, char** argv) {
   const auto& classes = trace->metadata().events;
   std::vector<char> selected(classes.size(), globs.empty() ? 1 : 0);
   for (const std::string& g : globs) {
+    bool any = false;
     for (const reader::EventClass& ec : classes) {
-      if (::fnmatch(g.c_str(), ec.name.c_str(), 0) == 0) selected[ec.index] = 1;
+      if (::fnmatch(g.c_str(), ec.name.c_str(), 0) == 0) selected[ec.index] = 1, any = true;
+    }
+    if (!any) return BadArgs("no event matching '" + g + "' in the trace's metadata");
+  }
+  // Function events get the name of their address (func="calc::fib(int)") after their fields.
+  exporter::Symbolizer symbols(*trace);
+  std::vector<int> func_addr(classes.size(), -1);
+  for (const reader::EventClass& ec : classes) {
+    if (ec.name == "func:entry" || ec.name == "func:exit" || ec.name == "func:call") {
+      func_addr[ec.index] = ec.FieldIndex("addr");
     }
   }
 
@@ -242,6 +255,7 @@ int RunDump(int argc, char** argv) {
   while (write_ok && it.Next()) {
     const reader::Event& e = it.event();
     progress.Tick(e.timestamp());
+    symbols.Observe(e);
     const std::int64_t ns = clock.Convert(e.timestamp());
     if (first) {
       origin = ns;
@@ -270,12 +284,17 @@ int RunDump(int argc, char** argv) {
       out.Put('=');
       PutField(out, v);
     }
+    if (const int a = func_addr[e.event_class().index]; a >= 0) {
+      out.Put(" func=");
+      out.Quoted(symbols.Resolve(e.field(static_cast<std::size_t>(a)).AsUint64()));
+    }
     out.Put('\n');
     write_ok = out.MaybeFlush();
   }
   progress.Done();
   write_ok = out.Flush() && write_ok;
   for (const std::string& w : trace->warnings()) std::fprintf(stderr, "hushtrace dump: warning: %s\n", w.c_str());
+  for (const std::string& w : symbols.warnings()) std::fprintf(stderr, "hushtrace dump: warning: %s\n", w.c_str());
   if (!it.error().empty()) {
     std::fprintf(stderr, "hushtrace dump: %s\n", it.error().c_str());
     return 1;

@@ -8,7 +8,8 @@
 #include "commands.h"
 #include "export/chrome_json_writer.h"
 #include "export/perfetto_writer.h"
-#include "export/symbol_resolver.h"
+#include "export/folded_writer.h"
+#include "export/symbolizer.h"
 #include "export/timeline.h"
 #include "hushtrace/reader.h"
 #include "arg_cursor.h"
@@ -19,17 +20,20 @@ namespace hush::cli {
 namespace {
 
 constexpr const char kUsage[] =
-    "usage: hushtrace export DIR --format perfetto|chrome -o FILE\n"
+    "usage: hushtrace export DIR --format perfetto|chrome|folded -o FILE\n"
     "\n"
     "Converts the trace in DIR for a timeline viewer, streaming (memory does not grow with the\n"
     "trace):\n"
     "  perfetto  Perfetto protobuf trace: open FILE in https://ui.perfetto.dev (Open trace file)\n"
     "  chrome    Chrome Trace Event JSON: Perfetto UI, chrome://tracing, speedscope...\n"
+    "  folded    folded stacks of spans and function calls with their self time in ns, for\n"
+    "            flamegraph.pl, inferno, speedscope (one 'outer;inner;innermost NS' a line)\n"
     "Spans and function calls become slices on their thread, instants and other events instants\n"
     "(fields as arguments), counters counter tracks, scheduler events \"running\" slices.\n"
+    "Functions are named as in report: demangled symbols, else module+offset.\n"
     "\n"
     "options:\n"
-    "  -f, --format FMT  perfetto or chrome\n"
+    "  -f, --format FMT  perfetto, chrome or folded\n"
     "  -o, --output FILE the file to write ('-': standard output)\n"
     "  -h, --help        this help\n"
     "\n"
@@ -51,9 +55,9 @@ int RunExport(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     } else if (arg == "-f" || arg == "--format") {
-      if (!args.TakeNonEmpty(&format)) return BadArgs(arg + " needs perfetto or chrome");
-      if (format != "perfetto" && format != "chrome") {
-        return BadArgs("unknown format '" + format + "' (perfetto or chrome)");
+      if (!args.TakeNonEmpty(&format)) return BadArgs(arg + " needs perfetto, chrome or folded");
+      if (format != "perfetto" && format != "chrome" && format != "folded") {
+        return BadArgs("unknown format '" + format + "' (perfetto, chrome or folded)");
       }
     } else if (arg == "-o" || arg == "--output") {
       if (!args.TakeNonEmpty(&output)) return BadArgs(arg + " needs a FILE");
@@ -62,7 +66,7 @@ int RunExport(int argc, char** argv) {
     }
   }
   if (dir.empty()) return BadArgs("missing the trace directory DIR");
-  if (format.empty()) return BadArgs("missing --format perfetto|chrome");
+  if (format.empty()) return BadArgs("missing --format perfetto|chrome|folded");
   if (output.empty()) return BadArgs("missing -o FILE");
 
   std::string error;
@@ -81,16 +85,19 @@ int RunExport(int argc, char** argv) {
   std::unique_ptr<exporter::TimelineSink> sink;
   if (format == "perfetto") {
     sink = std::make_unique<exporter::PerfettoWriter>(file);
+  } else if (format == "folded") {
+    sink = std::make_unique<exporter::FoldedWriter>(file);
   } else {
     sink = std::make_unique<exporter::ChromeJsonWriter>(file);
   }
-  const exporter::HexAddressResolver resolver;
-  exporter::TimelineBuilder builder(*trace, *sink, resolver);
+  exporter::Symbolizer symbols(*trace);
+  exporter::TimelineBuilder builder(*trace, *sink, symbols);
   builder.Start();
   reader::EventIterator it(*trace);
   Progress progress(*trace, "export");
   while (it.Next()) {
     progress.Tick(it.event().timestamp());
+    symbols.Observe(it.event());
     builder.Add(it.event());
   }
   progress.Done();
@@ -100,6 +107,8 @@ int RunExport(int argc, char** argv) {
   else
     write_ok = std::fflush(stdout) == 0 && write_ok;
   for (const std::string& w : trace->warnings())
+    std::fprintf(stderr, "hushtrace export: warning: %s\n", w.c_str());
+  for (const std::string& w : symbols.warnings())
     std::fprintf(stderr, "hushtrace export: warning: %s\n", w.c_str());
   const exporter::TimelineStats& st = builder.stats();
   if (st.unmatched_ends != 0 || st.closed_at_end != 0) {
