@@ -20,6 +20,7 @@
 #include "export/symbolizer.h"
 #include "export/timeline.h"
 #include "filter_expr.h"
+#include "json_writer.h"
 #include "hushtrace/reader.h"
 #include "arg_cursor.h"
 #include "open_trace.h"
@@ -30,6 +31,7 @@ namespace {
 
 constexpr const char kUsage[] =
     "usage: hushtrace dump DIR [-e GLOB]... [--filter EXPR] [--since T] [--until T] [--absolute]\n"
+    "                          [--format text|json]\n"
     "\n"
     "Prints the events of the trace in DIR, one line each, in time order:\n"
     "  [  1.234567890] tid 1234 demo:request worker=0 request_id=7 path=\"/index.html\"\n"
@@ -44,6 +46,9 @@ constexpr const char kUsage[] =
     "  --until T         only events at or before T (same origin)\n"
     "                    T: a number of seconds, or with a unit: 1.5s 250ms 40us 1200ns\n"
     "  --absolute        print seconds since the epoch instead of since the first event\n"
+    "  --format FMT      text (default) or json: one JSON object per line (JSON Lines) with\n"
+    "                    ts_ns (since the first event), epoch_ns, tid, name, fields and, for\n"
+    "                    function events, func (schema: docs/cli.md)\n"
     "  -h, --help        this help\n"
     "\n"
     "exit status: 0 ok, 1 unreadable or damaged trace, 2 bad arguments\n";
@@ -148,6 +153,50 @@ void PutField(Output& out, const reader::FieldValue& v) {
   }
 }
 
+// One event as a line of JSON: {"ts_ns":..,"epoch_ns":..,"tid":..,"name":"p:n","fields":{..}}
+// plus "func":"name" for function events. Enums are their label (or number), bytes a hex string,
+// floats that are not finite null.
+void PutJsonEvent(Output& out, const reader::Event& e, std::int64_t rel, std::int64_t ns,
+                  const std::string& func) {
+  JsonWriter j;
+  j.BeginObject().Key("ts_ns").Int(rel).Key("epoch_ns").Int(ns).Key("tid").Uint(e.tid());
+  j.Key("name").String(e.name()).Key("fields").BeginObject();
+  using reader::FieldType;
+  for (std::size_t i = 0; i < e.field_count(); ++i) {
+    const reader::FieldValue v = e.field(i);
+    if (v.info().hidden) continue;
+    j.Key(v.info().name);
+    switch (v.type()) {
+      case FieldType::kSigned: j.Int(v.AsInt64()); break;
+      case FieldType::kUnsigned: j.Uint(v.AsUint64()); break;
+      case FieldType::kBool:
+        if (v.AsUint64() <= 1) j.Bool(v.AsUint64() == 1);
+        else j.Uint(v.AsUint64());
+        break;
+      case FieldType::kEnum: {
+        const std::string_view label = v.info().LabelFor(v.AsInt64());
+        if (!label.empty()) j.String(label);
+        else if (v.info().is_signed) j.Int(v.AsInt64());
+        else j.Uint(v.AsUint64());
+        break;
+      }
+      case FieldType::kFloat: j.Double(v.AsDouble()); break;
+      case FieldType::kString: j.String(v.AsString()); break;
+      case FieldType::kBytes: {
+        static constexpr char kHex[] = "0123456789abcdef";
+        std::string hex;
+        for (std::uint8_t b : v.AsBytes()) hex += {kHex[b >> 4], kHex[b & 15]};
+        j.String(hex);
+        break;
+      }
+    }
+  }
+  j.EndObject();
+  if (!func.empty()) j.Key("func").String(func);
+  j.EndObject();
+  out.Put(j.text());  // ends with '\n'
+}
+
 // "1.5", "250ms", "40us", "1200ns", "2s" -> ns. False on bad input.
 bool ParseTime(std::string_view s, std::int64_t* ns) {
   std::size_t i = 0;
@@ -190,7 +239,7 @@ int RunDump(int argc, char** argv) {
   std::string dir;
   std::vector<std::string> globs;
   std::int64_t since = INT64_MIN, until = INT64_MAX;
-  bool absolute = false;
+  bool absolute = false, json = false;
   std::unique_ptr<FilterExpr> filter;
   ArgCursor args(argc, argv);
   while (args.Next()) {
@@ -213,6 +262,10 @@ int RunDump(int argc, char** argv) {
       if (filter) return BadArgs("--filter given twice (combine with && instead)");
       filter = FilterExpr::Parse(text, &error);
       if (!filter) return BadArgs(error);
+    } else if (arg == "--format") {
+      std::string f;
+      if (!args.TakeNonEmpty(&f) || (f != "text" && f != "json")) return BadArgs("--format needs text or json");
+      json = f == "json";
     } else if (arg == "--absolute" && !args.has_inline_value()) {
       absolute = true;
     } else if (std::string why; !args.TakeTraceDir(&dir, &why)) {
@@ -265,6 +318,14 @@ int RunDump(int argc, char** argv) {
     if (rel > until) break;
     if (rel < since || !selected[e.event_class().index]) continue;
     if (filter && !filter->Matches(e)) continue;
+    if (json) {
+      PutJsonEvent(out, e, rel, ns,
+                   func_addr[e.event_class().index] >= 0
+                       ? symbols.Resolve(e.field(static_cast<std::size_t>(func_addr[e.event_class().index])).AsUint64())
+                       : std::string());
+      write_ok = out.MaybeFlush();
+      continue;
+    }
     const std::int64_t shown = absolute ? ns : rel;
     const std::uint64_t mag = shown < 0 ? 0 - static_cast<std::uint64_t>(shown) : static_cast<std::uint64_t>(shown);
     out.Put('[');

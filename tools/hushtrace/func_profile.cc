@@ -19,12 +19,6 @@ std::string FormatNs(std::int64_t ns) {
   return buf;
 }
 
-bool NameMatches(const std::string& glob, const std::string& name) {
-  if (::fnmatch(glob.c_str(), name.c_str(), 0) == 0) return true;
-  const std::size_t paren = name.find('(');
-  return paren != std::string::npos && ::fnmatch(glob.c_str(), name.substr(0, paren).c_str(), 0) == 0;
-}
-
 std::vector<FunctionProfile::Row> SortedRows(std::map<std::string, FunctionProfile::Row>&& by_name) {
   std::vector<FunctionProfile::Row> rows;
   for (auto& [name, r] : by_name) rows.push_back(std::move(r));
@@ -35,6 +29,12 @@ std::vector<FunctionProfile::Row> SortedRows(std::map<std::string, FunctionProfi
 }
 
 }  // namespace
+
+bool FunctionNameMatches(const std::string& glob, const std::string& name) {
+  if (::fnmatch(glob.c_str(), name.c_str(), 0) == 0) return true;
+  const std::size_t paren = name.find('(');
+  return paren != std::string::npos && ::fnmatch(glob.c_str(), name.substr(0, paren).c_str(), 0) == 0;
+}
 
 FunctionProfile::FunctionProfile(const reader::Trace& trace) : symbols_(trace) {
   for (const reader::EventClass& ec : trace.metadata().events) {
@@ -141,7 +141,7 @@ std::vector<FunctionProfile::Row> FunctionProfile::Rows() const {
 
 bool FunctionProfile::Matches(const std::string& glob) const {
   for (const auto& [addr, s] : by_addr_) {
-    if (NameMatches(glob, Resolve(addr))) return true;
+    if (FunctionNameMatches(glob, Resolve(addr))) return true;
   }
   return false;
 }
@@ -149,7 +149,7 @@ bool FunctionProfile::Matches(const std::string& glob) const {
 std::vector<FunctionProfile::Row> FunctionProfile::Edges(const std::string& glob, bool callers) const {
   std::map<std::string, Row> by_name;
   for (const auto& [edge, s] : edges_) {
-    if (!NameMatches(glob, Resolve(callers ? edge.second : edge.first))) continue;
+    if (!FunctionNameMatches(glob, Resolve(callers ? edge.second : edge.first))) continue;
     const std::string name = Resolve(callers ? edge.first : edge.second);
     Row& r = by_name[name];
     r.name = name;

@@ -28,6 +28,10 @@
 
 namespace hush::cli {
 
+// Whether `name` (demangled) matches `glob` (fnmatch): the whole name, or the part before its
+// parameter list ("calc::fib" and "calc::fib(int)" both match "calc::fib(int)").
+bool FunctionNameMatches(const std::string& glob, const std::string& name);
+
 class FunctionProfile {
  public:
   explicit FunctionProfile(const reader::Trace& trace);
