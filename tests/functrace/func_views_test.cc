@@ -245,7 +245,7 @@ TEST_F(FuncViewsTest, CallersAndCallees) {
   ASSERT_TRUE(callers.exited && callers.exit_code == 0) << callers.Describe();
   const std::map<std::string, Row> of_odd = HushRows(callers.out, "callers of is_odd");
   ASSERT_EQ(of_odd.size(), 1u) << callers.out;
-  EXPECT_EQ(of_odd.at("is_even").calls, 1001 + 1000);  // is_even(n > 0) calls is_odd(n - 1)
+  EXPECT_EQ(of_odd.at("is_even").calls, 501 + 1000);  // is_even(n > 0) calls is_odd(n - 1)
 
   const ProcessResult fib = Run({kCli, "report", dir_, "--callers", "fib"});
   ASSERT_TRUE(fib.exited && fib.exit_code == 0) << fib.Describe();
@@ -287,6 +287,100 @@ TEST_F(FuncViewsTest, FoldedStacks) {
   const std::map<std::string, Row> hush = HushRows(rep.out, "functions (by total time)");
   ASSERT_TRUE(hush.count("main")) << rep.out;
   EXPECT_NEAR(static_cast<double>(sum), hush.at("main").total, hush.at("main").total * 0.01);
+}
+
+// Runs python3 on `script` with `args`; its stdout.
+std::string Python(const std::string& script, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"/usr/bin/env", "python3", "-c", script};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const ProcessResult py = Run(argv);
+  EXPECT_TRUE(py.exited && py.exit_code == 0) << py.Describe();
+  return py.out;
+}
+
+TEST_F(FuncViewsTest, ReportJson) {
+  const std::string out = tmp_->Sub("report.json");
+  const ProcessResult r = Run({"/bin/sh", "-c", "'" + kCli + "' report '" + dir_ + "' --format json > '" + out + "'"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  EXPECT_EQ(Python("import json,sys\n"
+                   "d=json.load(open(sys.argv[1]))\n"
+                   "f={r['name']:r for r in d['functions']}\n"
+                   "m=f['main']\n"
+                   "print(f['fib(int)']['calls'], f['is_odd(unsigned int)']['calls'], m['calls'],\n"
+                   "      all(r['total_ns']<=m['total_ns'] and r['self_ns']<=r['total_ns'] for r in f.values()),\n"
+                   "      d['complete'], d['lost'], d['events']==sum(e['count'] for e in d['event_counts']))",
+                   {out}),
+            "28657 1501 1 True True {'events_discarded': 0, 'packets_missing': 0, 'streams_cut_short': 0} True\n");
+}
+
+TEST_F(FuncViewsTest, DumpJsonLines) {
+  const std::string out = tmp_->Sub("dump.jsonl");
+  const ProcessResult r = Run({"/bin/sh", "-c", "'" + kCli + "' dump '" + dir_ +
+                                                    "' -e func:exit --format json > '" + out + "'"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  EXPECT_EQ(Python("import json,sys,collections\n"
+                   "c=collections.Counter()\n"
+                   "prev=-1\n"
+                   "for line in open(sys.argv[1]):\n"
+                   "  e=json.loads(line)\n"
+                   "  assert e['name']=='func:exit' and e['ts_ns']>=prev and isinstance(e['fields']['addr'], int)\n"
+                   "  prev=e['ts_ns']\n"
+                   "  c[e['func']]+=1\n"
+                   "print(c['fib(int)'], c['is_even(unsigned int)'], c['main'])",
+                   {out}),
+            "28657 1502 1\n");  // is_even(1001): 501 calls, is_even(2000): 1001
+}
+
+TEST_F(FuncViewsTest, HistOfAFunction) {
+  const ProcessResult text = Run({kCli, "hist", dir_, "--function", "fib"});
+  ASSERT_TRUE(text.exited && text.exit_code == 0) << text.Describe();
+  EXPECT_NE(text.out.find("function fib call durations, 28657 samples"), std::string::npos) << text.out;
+  const std::string out = tmp_->Sub("hist.json");
+  const ProcessResult r = Run({"/bin/sh", "-c", "'" + kCli + "' hist '" + dir_ +
+                                                    "' --function 'is_*' --format json > '" + out + "'"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  EXPECT_EQ(Python("import json,sys\n"
+                   "d=json.load(open(sys.argv[1]))\n"
+                   "print(d['count'], sum(b['count'] for b in d['buckets']), d['unit'],\n"
+                   "      d['min']<=d['percentiles']['p50']<=d['percentiles']['p99']<=d['max'])",
+                   {out}),
+            "3003 3003 ns True\n");
+  const ProcessResult none = Run({kCli, "hist", dir_, "--function", "nosuch"});
+  EXPECT_TRUE(none.exited && none.exit_code == 2) << none.Describe();
+  EXPECT_NE(none.err.find("matches 'nosuch'"), std::string::npos) << none.err;
+}
+
+// A truncated stream: the header names the loss and a WARNING line says what it is.
+TEST_F(FuncViewsTest, TruncatedStreamHeaderAndWarningAgree) {
+  const std::string copy = tmp_->Sub("cut");
+  const ProcessResult cp = Run({"/bin/cp", "-r", dir_, copy});
+  ASSERT_TRUE(cp.exited && cp.exit_code == 0) << cp.Describe();
+  // The largest stream loses its last 100 bytes.
+  const ProcessResult cut = Run(
+      {"/bin/sh", "-c", "f=$(ls -S '" + copy + "'/stream_* | head -n1); truncate -s -100 \"$f\""});
+  ASSERT_TRUE(cut.exited && cut.exit_code == 0) << cut.Describe();
+  const ProcessResult rep = Run({kCli, "report", copy});
+  ASSERT_TRUE(rep.exited) << rep.Describe();
+  EXPECT_NE(rep.out.find("  lost       1 stream cut short (WARNING lines below)"), std::string::npos)
+      << rep.out;
+  EXPECT_NE(rep.out.find("\nWARNING: " + copy + "/stream_"), std::string::npos) << rep.out;
+  EXPECT_NE(rep.out.find("last packet truncated"), std::string::npos) << rep.out;
+}
+
+// Flight mode: the events overwritten are the window kept, said in the header, not a WARNING.
+TEST(FuncViewsFlightTest, OverwrittenEventsAreTheWindowNotALoss) {
+  TempDir tmp("ft_flight");
+  const std::string dir = tmp.Sub("t");
+  const ProcessResult r = Run({kCli, "record", "--mode", "flight", "--buffer-size", "64k",
+                               "--functions", "fib", "-o", dir, "--", kProg, "recursion"},
+                              120);
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  const ProcessResult rep = Run({kCli, "report", dir});
+  ASSERT_TRUE(rep.exited && rep.exit_code == 0) << rep.Describe();
+  EXPECT_NE(rep.out.find("  lost       none\n"), std::string::npos) << rep.out;
+  EXPECT_NE(rep.out.find("  window     flight mode kept "), std::string::npos) << rep.out;
+  EXPECT_NE(rep.out.find(" older events overwritten\n"), std::string::npos) << rep.out;
+  EXPECT_EQ(rep.out.find("WARNING:"), std::string::npos) << rep.out;  // the completeness check
 }
 
 }  // namespace
