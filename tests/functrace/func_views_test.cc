@@ -383,4 +383,14 @@ TEST(FuncViewsFlightTest, OverwrittenEventsAreTheWindowNotALoss) {
   EXPECT_EQ(rep.out.find("WARNING:"), std::string::npos) << rep.out;  // the completeness check
 }
 
+TEST(CliVersionTest, ShortAndLongFormsAndHelpNamesThem) {
+  const ProcessResult v = Run({kCli, "-V"});
+  const ProcessResult version = Run({kCli, "--version"});
+  ASSERT_TRUE(v.exited && v.exit_code == 0) << v.Describe();
+  EXPECT_EQ(v.out.rfind("hushtrace ", 0), 0u) << v.out;
+  EXPECT_EQ(v.out, version.out);
+  const ProcessResult help = Run({kCli, "--help"});
+  EXPECT_NE(help.out.find("'hushtrace -V' (--version)"), std::string::npos) << help.out;
+}
+
 }  // namespace
