@@ -186,7 +186,8 @@ TEST_F(CliTest, ReportSummarizesTheRecordedTrace) {
   // The oversized blob was discarded: said loudly.
   const std::string warning = LineWith(out, "WARNING:");
   EXPECT_EQ(warning.rfind("WARNING: " + r.dir + "/stream_", 0), 0u) << out;
-  EXPECT_NE(warning.find("1 events lost: 1 discarded"), std::string::npos) << warning;
+  EXPECT_NE(warning.find(": 1 events lost (ring full, nested or oversized)"), std::string::npos) << warning;
+  EXPECT_NE(LineWith(out, "  lost ").find("1 event discarded (WARNING lines below)"), std::string::npos) << out;
   EXPECT_NE(LineWith(out, "  rt:ints ").find(" 300 "), std::string::npos) << out;
   EXPECT_NE(LineWith(out, "  rt:work ").find(" 600 "), std::string::npos) << out;
   EXPECT_NE(LineWith(out, "  rt:blob ").find(" 299 "), std::string::npos) << out;
