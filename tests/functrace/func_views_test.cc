@@ -398,4 +398,27 @@ TEST(CliVersionTest, ShortAndLongFormsAndHelpNamesThem) {
   EXPECT_NE(help.out.find("'hushtrace -V' (--version)"), std::string::npos) << help.out;
 }
 
+// --min-duration traces (func:call events, written at return, children before their parent):
+// the same outermost-frame totals, for functions and for call edges.
+TEST(FuncViewsMinDurationTest, RecursiveTotalsCountOutermostCalls) {
+  TempDir tmp("ft_views_min");
+  const std::string dir = tmp.Sub("t");
+  const ProcessResult r = Cmd({kCli, "record", "--functions", "main,fib,is_even,is_odd",
+                               "--min-duration", "1us", "-o", dir, "--", kProg, "recursion"},
+                              120);
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  const ProcessResult rep = Cmd({kCli, "report", dir});
+  ASSERT_TRUE(rep.exited && rep.exit_code == 0) << rep.Describe();
+  const std::map<std::string, Row> rows = HushRows(rep.out, "functions (by total time)");
+  ASSERT_TRUE(rows.count("fib") && rows.count("main")) << rep.out;
+  // fib(22) runs once from main: the nested fib calls add nothing to the total.
+  EXPECT_EQ(rows.at("fib").total, rows.at("fib").max) << rep.out;
+  EXPECT_LE(rows.at("fib").total, rows.at("main").total) << rep.out;
+  const ProcessResult callers = Cmd({kCli, "report", dir, "--callers", "fib"});
+  const std::map<std::string, Row> of_fib = HushRows(callers.out, "callers of fib");
+  ASSERT_TRUE(of_fib.count("main") && of_fib.count("fib")) << callers.out;
+  EXPECT_EQ(of_fib.at("main").total, rows.at("fib").total) << callers.out;
+  EXPECT_EQ(of_fib.at("fib").total, 0) << callers.out;  // always nested in another fib frame
+}
+
 }  // namespace

@@ -30,6 +30,17 @@ std::vector<FunctionProfile::Row> SortedRows(std::map<std::string, FunctionProfi
 
 }  // namespace
 
+// One entry per (caller, callee): the list stays as short as the subtree's distinct edges.
+void FunctionProfile::AddCounted(std::vector<Counted>& list, const Counted& k) {
+  for (Counted& c : list) {
+    if (c.caller == k.caller && c.callee == k.callee) {
+      c.amount += k.amount;
+      return;
+    }
+  }
+  list.push_back(k);
+}
+
 bool FunctionNameMatches(const std::string& glob, const std::string& name) {
   if (::fnmatch(glob.c_str(), name.c_str(), 0) == 0) return true;
   const std::size_t paren = name.find('(');
@@ -56,10 +67,14 @@ void FunctionProfile::Record(std::uint64_t addr, std::int64_t duration, std::int
 }
 
 void FunctionProfile::Edge(std::uint64_t caller, std::uint64_t callee, std::int64_t duration,
-                           std::int64_t children) {
+                           std::int64_t children, bool outermost) {
   Stats& s = edges_[{caller, callee}];
   AddTo(s, duration, children);
-  s.total += duration;
+  if (outermost) s.total += duration;
+}
+
+std::int64_t& FunctionProfile::TotalOf(std::uint64_t caller, std::uint64_t callee) {
+  return caller == kNoCaller ? by_addr_[callee].total : edges_[{caller, callee}].total;
 }
 
 void FunctionProfile::Add(const reader::Event& e) {
@@ -86,40 +101,34 @@ void FunctionProfile::Add(const reader::Event& e) {
     t.stack.resize(depth - 1);
     const std::int64_t d = ts >= o.begin ? static_cast<std::int64_t>(ts - o.begin) : 0;
     Record(addr, d, o.children);
-    if (t.depth[addr] == 0) by_addr_[addr].total += d;  // the outermost frame of the function
+    const bool outermost = t.depth[addr] == 0;  // no other frame of the function is open
+    if (outermost) by_addr_[addr].total += d;
     if (!t.stack.empty()) {
       t.stack.back().children += d;
-      Edge(t.stack.back().addr, addr, d, o.children);
+      Edge(t.stack.back().addr, addr, d, o.children, outermost);
     }
   } else {
     // func:call: children exit (and are written) before their parent and began after it.
     const std::uint64_t begin = e.GetUint64("entry_ts").value_or(ts);
     const std::int64_t d = ts >= begin ? static_cast<std::int64_t>(ts - begin) : 0;
     Done self{addr, begin, d, 0, {}};
-    std::int64_t children = 0;
     while (!t.done.empty() && t.done.back().begin >= begin) {
       Done& c = t.done.back();
-      children += c.duration;
-      Edge(addr, c.addr, c.duration, c.children);
-      for (const auto& [a, counted] : c.counted) {
-        auto it = std::find_if(self.counted.begin(), self.counted.end(),
-                               [a = a](const auto& p) { return p.first == a; });
-        if (it == self.counted.end()) self.counted.emplace_back(a, counted);
-        else it->second += counted;
-      }
+      self.children += c.duration;
+      // A direct call of this function from itself is nested in this frame: not outermost.
+      Edge(addr, c.addr, c.duration, c.children, c.addr != addr);
+      if (c.addr != addr) AddCounted(self.counted, Counted{addr, c.addr, c.duration});
+      for (const Counted& k : c.counted) AddCounted(self.counted, k);
       t.done.pop_back();
     }
-    // A call of this function inside this one was counted as outermost: this one is, now.
-    auto inner = std::find_if(self.counted.begin(), self.counted.end(),
-                              [addr](const auto& p) { return p.first == addr; });
-    if (inner != self.counted.end()) {
-      by_addr_[addr].total -= inner->second;
-      inner->second = d;
-    } else {
-      self.counted.emplace_back(addr, d);
-    }
-    self.children = children;
-    Record(addr, d, children);
+    // Frames of this function inside this call were counted as outermost: this one is, now.
+    std::erase_if(self.counted, [&](const Counted& k) {
+      if (k.callee != addr) return false;
+      TotalOf(k.caller, k.callee) -= k.amount;
+      return true;
+    });
+    self.counted.push_back(Counted{kNoCaller, addr, d});
+    Record(addr, d, self.children);
     by_addr_[addr].total += d;
     t.done.push_back(std::move(self));
   }

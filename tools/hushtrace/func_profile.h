@@ -76,12 +76,17 @@ class FunctionProfile {
     std::int64_t children = 0;
   };
   // func:call mode: a completed call not yet claimed by its parent, with the outermost-frame
-  // totals already counted inside its subtree (per address), which a later enclosing call of the
-  // same function takes back.
+  // totals already counted inside its subtree (function totals: caller kNoCaller; edge totals),
+  // which a later enclosing call of the same callee takes back.
+  static constexpr std::uint64_t kNoCaller = ~std::uint64_t{0};
+  struct Counted {
+    std::uint64_t caller, callee;
+    std::int64_t amount;
+  };
   struct Done {
     std::uint64_t addr, begin;
     std::int64_t duration, children;
-    std::vector<std::pair<std::uint64_t, std::int64_t>> counted;
+    std::vector<Counted> counted;
   };
   struct Thread {
     std::vector<Open> stack;
@@ -89,8 +94,11 @@ class FunctionProfile {
     std::vector<Done> done;
   };
   void Record(std::uint64_t addr, std::int64_t duration, std::int64_t children);
+  // A call of `callee` from `caller`; its time adds to the edge's total when `outermost`.
   void Edge(std::uint64_t caller, std::uint64_t callee, std::int64_t duration,
-            std::int64_t children);
+            std::int64_t children, bool outermost);
+  std::int64_t& TotalOf(std::uint64_t caller, std::uint64_t callee);
+  static void AddCounted(std::vector<Counted>& list, const Counted& k);
   static void AddTo(Stats& s, std::int64_t duration, std::int64_t children);
   void PrintTable(const reader::Trace& trace, const char* title, const std::vector<Row>& rows,
                   std::size_t max_rows) const;
