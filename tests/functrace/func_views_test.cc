@@ -9,7 +9,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -21,6 +20,7 @@ namespace {
 
 using hushtest::ChildEnv;
 using hushtest::ProcessResult;
+using hushtest::ReadFile;
 using hushtest::RunProcess;
 using hushtest::TempDir;
 
@@ -63,13 +63,6 @@ class FuncViewsTest : public ::testing::Test {
 };
 TempDir* FuncViewsTest::tmp_ = nullptr;
 std::string FuncViewsTest::dir_;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // "1.540 ms" (uftrace) or "1.54 ms" (hushtrace) -> ns.
 double ToNs(const std::string& number, const std::string& unit) {
@@ -294,6 +287,14 @@ TEST_F(FuncViewsTest, FoldedStacks) {
   EXPECT_NEAR(static_cast<double>(sum), hush.at("main").total, hush.at("main").total * 0.01);
 }
 
+// Runs `hushtrace ARGS > out` (a JSON document, too large for a pipe's worth of test output).
+void CliToFile(const std::vector<std::string>& args, const std::string& out) {
+  std::string cmd = "'" + kCli + "'";
+  for (const std::string& a : args) cmd += " '" + a + "'";
+  const ProcessResult r = Cmd({"/bin/sh", "-c", cmd + " > '" + out + "'"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+}
+
 // Runs python3 on `script` with `args`; its stdout.
 std::string Python(const std::string& script, const std::vector<std::string>& args) {
   std::vector<std::string> argv = {"/usr/bin/env", "python3", "-c", script};
@@ -305,8 +306,7 @@ std::string Python(const std::string& script, const std::vector<std::string>& ar
 
 TEST_F(FuncViewsTest, ReportJson) {
   const std::string out = tmp_->Sub("report.json");
-  const ProcessResult r = Cmd({"/bin/sh", "-c", "'" + kCli + "' report '" + dir_ + "' --format json > '" + out + "'"});
-  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  CliToFile({"report", dir_, "--format", "json"}, out);
   EXPECT_EQ(Python("import json,sys\n"
                    "d=json.load(open(sys.argv[1]))\n"
                    "f={r['name']:r for r in d['functions']}\n"
@@ -320,9 +320,7 @@ TEST_F(FuncViewsTest, ReportJson) {
 
 TEST_F(FuncViewsTest, DumpJsonLines) {
   const std::string out = tmp_->Sub("dump.jsonl");
-  const ProcessResult r = Cmd({"/bin/sh", "-c", "'" + kCli + "' dump '" + dir_ +
-                                                    "' -e func:exit --format json > '" + out + "'"});
-  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  CliToFile({"dump", dir_, "-e", "func:exit", "--format", "json"}, out);
   EXPECT_EQ(Python("import json,sys,collections\n"
                    "c=collections.Counter()\n"
                    "prev=-1\n"
@@ -341,9 +339,7 @@ TEST_F(FuncViewsTest, HistOfAFunction) {
   ASSERT_TRUE(text.exited && text.exit_code == 0) << text.Describe();
   EXPECT_NE(text.out.find("function fib call durations, 57313 samples"), std::string::npos) << text.out;
   const std::string out = tmp_->Sub("hist.json");
-  const ProcessResult r = Cmd({"/bin/sh", "-c", "'" + kCli + "' hist '" + dir_ +
-                                                    "' --function 'is_*' --format json > '" + out + "'"});
-  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  CliToFile({"hist", dir_, "--function", "is_*", "--format", "json"}, out);
   EXPECT_EQ(Python("import json,sys\n"
                    "d=json.load(open(sys.argv[1]))\n"
                    "print(d['count'], sum(b['count'] for b in d['buckets']), d['unit'],\n"

@@ -137,15 +137,19 @@ void FunctionProfile::Add(const reader::Event& e) {
 std::vector<FunctionProfile::Row> FunctionProfile::Rows() const {
   std::map<std::string, Row> by_name;  // aliases and clones with one name are merged
   for (const auto& [addr, s] : by_addr_) {
-    const std::string name = Resolve(addr);
-    Row& r = by_name[name];
-    r.name = name;
-    r.calls += s.calls;
-    r.total += s.total;
-    r.self += s.self;
-    r.max = std::max(r.max, s.max);
+    MergeInto(by_name, Resolve(addr), s);
   }
   return SortedRows(std::move(by_name));
+}
+
+void FunctionProfile::MergeInto(std::map<std::string, Row>& rows, const std::string& name,
+                                const Stats& s) {
+  Row& r = rows[name];
+  r.name = name;
+  r.calls += s.calls;
+  r.total += s.total;
+  r.self += s.self;
+  r.max = std::max(r.max, s.max);
 }
 
 bool FunctionProfile::Matches(const std::string& glob) const {
@@ -159,13 +163,7 @@ std::vector<FunctionProfile::Row> FunctionProfile::Edges(const std::string& glob
   std::map<std::string, Row> by_name;
   for (const auto& [edge, s] : edges_) {
     if (!FunctionNameMatches(glob, Resolve(callers ? edge.second : edge.first))) continue;
-    const std::string name = Resolve(callers ? edge.first : edge.second);
-    Row& r = by_name[name];
-    r.name = name;
-    r.calls += s.calls;
-    r.total += s.total;
-    r.self += s.self;
-    r.max = std::max(r.max, s.max);
+    MergeInto(by_name, Resolve(callers ? edge.first : edge.second), s);
   }
   return SortedRows(std::move(by_name));
 }

@@ -99,6 +99,8 @@ class FunctionProfile {
             std::int64_t children, bool outermost);
   std::int64_t& TotalOf(std::uint64_t caller, std::uint64_t callee);
   static void AddCounted(std::vector<Counted>& list, const Counted& k);
+  // Adds `s` to the row `name` (aliases, clones and edges of one name are merged).
+  static void MergeInto(std::map<std::string, Row>& rows, const std::string& name, const Stats& s);
   static void AddTo(Stats& s, std::int64_t duration, std::int64_t children);
   void PrintTable(const reader::Trace& trace, const char* title, const std::vector<Row>& rows,
                   std::size_t max_rows) const;
