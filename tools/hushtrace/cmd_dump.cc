@@ -51,7 +51,8 @@ constexpr const char kUsage[] =
     "                    function events, func (schema: docs/cli.md)\n"
     "  -h, --help        this help\n"
     "\n"
-    "exit status: 0 ok, 1 unreadable or damaged trace, 2 bad arguments\n";
+    "exit status: 0 ok, 1 unreadable trace, 2 bad arguments, 3 partial: a damaged stream was\n"
+    "read up to the damage (named on stderr), the other streams to their end\n";
 
 constexpr std::size_t kFlushAt = 1 << 20;
 
@@ -301,6 +302,7 @@ int RunDump(int argc, char** argv) {
 
   Output out;
   reader::EventIterator it(*trace);
+  it.SkipDamagedStreams();
   Progress progress(*trace, "dump", /*stdout_is_output=*/true);
   exporter::EpochNsConverter clock(*trace);  // Trace::ToEpochNs() without a 128-bit division
   bool first = true, write_ok = true;
@@ -356,15 +358,11 @@ int RunDump(int argc, char** argv) {
   write_ok = out.Flush() && write_ok;
   for (const std::string& w : trace->warnings()) std::fprintf(stderr, "hushtrace dump: warning: %s\n", w.c_str());
   for (const std::string& w : symbols.warnings()) std::fprintf(stderr, "hushtrace dump: warning: %s\n", w.c_str());
-  if (!it.error().empty()) {
-    std::fprintf(stderr, "hushtrace dump: %s\n", it.error().c_str());
-    return 1;
-  }
   if (!write_ok) {
     std::fprintf(stderr, "hushtrace dump: writing the output failed: %s\n", std::strerror(errno));
     return 1;
   }
-  return 0;
+  return ReportSkippedStreams(it, "hushtrace dump");
 }
 
 }  // namespace hush::cli

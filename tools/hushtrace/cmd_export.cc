@@ -37,7 +37,8 @@ constexpr const char kUsage[] =
     "  -o, --output FILE the file to write ('-': standard output)\n"
     "  -h, --help        this help\n"
     "\n"
-    "exit status: 0 ok, 1 unreadable or damaged trace or write error, 2 bad arguments\n";
+    "exit status: 0 ok, 1 unreadable trace or write error, 2 bad arguments, 3 partial: a damaged\n"
+    "stream was exported up to the damage (named on stderr), the other streams to their end\n";
 
 int BadArgs(const std::string& message) {
   std::fprintf(stderr, "hushtrace export: %s\n(try 'hushtrace export --help')\n", message.c_str());
@@ -94,6 +95,7 @@ int RunExport(int argc, char** argv) {
   exporter::TimelineBuilder builder(*trace, *sink, symbols);
   builder.Start();
   reader::EventIterator it(*trace);
+  it.SkipDamagedStreams();
   Progress progress(*trace, "export");
   while (it.Next()) {
     progress.Tick(it.event().timestamp());
@@ -119,17 +121,12 @@ int RunExport(int argc, char** argv) {
                  static_cast<unsigned long long>(st.unmatched_ends),
                  static_cast<unsigned long long>(st.closed_at_end));
   }
-  if (!it.error().empty()) {
-    std::fprintf(stderr, "hushtrace export: %s (the events before it were exported)\n",
-                 it.error().c_str());
-    return 1;
-  }
   if (!write_ok) {
     std::fprintf(stderr, "hushtrace export: writing %s failed: %s\n", output.c_str(),
                  std::strerror(errno));
     return 1;
   }
-  return 0;
+  return ReportSkippedStreams(it, "hushtrace export");
 }
 
 }  // namespace hush::cli

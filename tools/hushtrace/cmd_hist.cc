@@ -40,7 +40,9 @@ constexpr const char kUsage[] =
     "  --format F  text (default) or json (schema: docs/cli.md)\n"
     "  -h, --help  this help\n"
     "\n"
-    "exit status: 0 ok, 1 unreadable or damaged trace, 2 bad arguments (unknown event or field)\n";
+    "exit status: 0 ok, 1 unreadable trace, 2 bad arguments (unknown event, field or function),\n"
+    "3 partial: a damaged stream was read up to the damage (named on stderr), the others to\n"
+    "their end\n";
 
 int BadArgs(const std::string& message) {
   std::fprintf(stderr, "hushtrace hist: %s\n(try 'hushtrace hist --help')\n", message.c_str());
@@ -139,6 +141,7 @@ int FunctionHist(const reader::Trace& trace, const std::string& glob, int width,
   std::unordered_map<std::uint32_t, std::vector<std::pair<std::uint64_t, std::uint64_t>>> open;
   bool seen = false;
   reader::EventIterator it(trace);
+  it.SkipDamagedStreams();
   Progress progress(trace, "hist");
   while (it.Next()) {
     const reader::Event& e = it.event();
@@ -167,17 +170,13 @@ int FunctionHist(const reader::Trace& trace, const std::string& glob, int width,
     h.Add(static_cast<double>(trace.CyclesToNs(static_cast<std::int64_t>(end - begin))));
   }
   progress.Done();
-  if (!seen && it.error().empty()) {
+  if (!seen && it.skipped().empty()) {
     return BadArgs("no traced function in " + trace.dir() + " matches '" + glob + "'");
   }
   PrintHist(h, "function " + glob + " call durations", /*ns=*/true, width, json);
   std::fflush(stdout);
   for (const std::string& w : symbols.warnings()) std::fprintf(stderr, "hushtrace hist: warning: %s\n", w.c_str());
-  if (!it.error().empty()) {
-    std::fprintf(stderr, "hushtrace hist: %s\n", it.error().c_str());
-    return 1;
-  }
-  return 0;
+  return ReportSkippedStreams(it, "hushtrace hist");
 }
 
 }  // namespace
@@ -253,6 +252,7 @@ int RunHist(int argc, char** argv) {
   std::uint64_t unmatched = 0;
 
   reader::EventIterator it(*trace);
+  it.SkipDamagedStreams();
   Progress progress(*trace, "hist");
   while (it.Next()) {
     const reader::Event& e = it.event();
@@ -290,11 +290,7 @@ int RunHist(int argc, char** argv) {
   std::fflush(stdout);
   for (const std::string& w : trace->warnings())
     std::fprintf(stderr, "hushtrace hist: warning: %s\n", w.c_str());
-  if (!it.error().empty()) {
-    std::fprintf(stderr, "hushtrace hist: %s\n", it.error().c_str());
-    return 1;
-  }
-  return 0;
+  return ReportSkippedStreams(it, "hushtrace hist");
 }
 
 }  // namespace hush::cli

@@ -40,9 +40,12 @@ constexpr const char kUsage[] =
     "                  calls and time are those of the callee's frames under that caller)\n"
     "  -h, --help      this help\n"
     "\n"
-    "exit status: 0 ok, 1 unreadable or damaged trace, 2 bad arguments\n";
+    "exit status: 0 ok, 1 unreadable trace, 2 bad arguments, 3 partial: a damaged stream was\n"
+    "analysed up to the damage (WARNING line), the other streams to their end\n";
 
 constexpr std::size_t kMaxRows = 20;
+// After the damage of a stream (EventIterator::skipped()), in its WARNING line.
+constexpr const char kSkipped[] = ": the rest of this stream was skipped; the other streams were analysed";
 
 struct ClassStats {
   std::uint64_t count = 0;
@@ -129,7 +132,8 @@ void CloseSpan(ThreadStats& t, std::size_t depth, std::uint64_t ts, std::vector<
 // `report --callers/--callees`: only those tables. NAME matching no traced function is an error
 // (exit 2), as an unknown event is for `hist`.
 int PrintCallGraph(const reader::Trace& trace, const FunctionProfile& functions,
-                   const std::string& callers, const std::string& callees, const std::string& damage) {
+                   const std::string& callers, const std::string& callees,
+                   const reader::EventIterator& it) {
   for (const std::string* name : {&callers, &callees}) {
     if (!name->empty() && !functions.Matches(*name)) {
       return BadArgs("no traced function in " + trace.dir() + " matches '" + *name + "'");
@@ -139,12 +143,9 @@ int PrintCallGraph(const reader::Trace& trace, const FunctionProfile& functions,
   if (!callers.empty()) functions.PrintEdges(trace, callers, /*callers=*/true, kMaxRows);
   if (!callees.empty()) functions.PrintEdges(trace, callees, /*callers=*/false, kMaxRows);
   std::fflush(stdout);
-  if (!damage.empty()) {
-    std::fprintf(stderr, "hushtrace report: %s\n", damage.c_str());
-    std::printf("WARNING: the trace is damaged; the tables above stop at: %s\n", damage.c_str());
-    return 1;
-  }
-  return 0;
+  for (const std::string& damage : it.skipped()) std::printf("WARNING: %s%s\n", damage.c_str(), kSkipped);
+  std::fflush(stdout);
+  return ReportSkippedStreams(it, "hushtrace report");
 }
 
 }  // namespace
@@ -201,6 +202,7 @@ int RunReport(int argc, char** argv) {
   std::uint64_t total = 0, first_ts = 0, last_ts = 0, unmatched = 0;
   FunctionProfile functions(*trace);
   reader::EventIterator it(*trace);
+  it.SkipDamagedStreams();
   Progress progress(*trace, "report");
   while (it.Next()) {
     const reader::Event& e = it.event();
@@ -236,7 +238,7 @@ int RunReport(int argc, char** argv) {
   progress.Done();
   std::uint64_t unclosed = 0;
   for (auto& [tid, t] : threads) unclosed += t.stack.size();
-  if (!callers.empty() || !callees.empty()) return PrintCallGraph(*trace, functions, callers, callees, it.error());
+  if (!callers.empty() || !callees.empty()) return PrintCallGraph(*trace, functions, callers, callees, it);
 
   const std::int64_t duration = trace->ToEpochNs(last_ts) - trace->ToEpochNs(first_ts);
   const reader::Metadata& md = trace->metadata();
@@ -259,6 +261,7 @@ int RunReport(int argc, char** argv) {
     }
   }
   for (const std::string& w : trace->warnings()) warnings.push_back(w);
+  for (const std::string& damage : it.skipped()) warnings.push_back(damage + kSkipped);
   if (json) {
     const std::vector<FunctionProfile::Row> func_rows = functions.Rows();  // resolves: warnings
     JsonWriter j;
@@ -281,7 +284,6 @@ int RunReport(int argc, char** argv) {
     j.Key("warnings").BeginArray();
     for (const std::string& w : warnings) j.String(w);
     for (const std::string& w : functions.warnings()) j.String(w);
-    if (!it.error().empty()) j.String("the trace is damaged; the summary stops at: " + it.error());
     j.EndArray();
     std::vector<std::size_t> order;
     for (std::size_t i = 0; i < classes.size(); ++i) order.push_back(i);
@@ -333,15 +335,11 @@ int RunReport(int argc, char** argv) {
       j.Key("max").Double(st.max_value).EndObject();
     }
     j.EndArray();
-    j.Key("complete").Bool(warnings.empty() && it.error().empty());
+    j.Key("complete").Bool(warnings.empty());
     j.EndObject();
     std::fputs(j.text().c_str(), stdout);
     std::fflush(stdout);
-    if (!it.error().empty()) {
-      std::fprintf(stderr, "hushtrace report: %s\n", it.error().c_str());
-      return 1;
-    }
-    return 0;
+    return ReportSkippedStreams(it, "hushtrace report");
   }
 
   // Header.
@@ -453,12 +451,7 @@ int RunReport(int argc, char** argv) {
     }
   }
   std::fflush(stdout);
-  if (!it.error().empty()) {
-    std::fprintf(stderr, "hushtrace report: %s\n", it.error().c_str());
-    std::printf("WARNING: the trace is damaged; the summary above stops at: %s\n", it.error().c_str());
-    return 1;
-  }
-  return 0;
+  return ReportSkippedStreams(it, "hushtrace report");
 }
 
 }  // namespace hush::cli
