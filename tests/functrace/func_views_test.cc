@@ -417,4 +417,28 @@ TEST(FuncViewsMinDurationTest, RecursiveTotalsCountOutermostCalls) {
   EXPECT_EQ(of_fib.at("fib").total, 0) << callers.out;  // always nested in another fib frame
 }
 
+// The documented Python route: Debian's python3-bt2 (babeltrace2's bindings) reads the trace with
+// examples/hushtrace_bt2.py, and agrees with `report --format json` on every count.
+TEST_F(FuncViewsTest, PythonBt2ExampleReadsTheTrace) {
+  const char* source = std::getenv("HUSH_SOURCE_DIR");  // set by ctest
+  ASSERT_NE(source, nullptr) << "run under ctest (HUSH_SOURCE_DIR)";
+  const std::string bt2_out = tmp_->Sub("bt2.json"), report = tmp_->Sub("report_bt2.json");
+  const ProcessResult py = Cmd({"/bin/sh", "-c", "/usr/bin/python3 '" + std::string(source) +
+                                                     "/examples/hushtrace_bt2.py' '" + dir_ + "' > '" +
+                                                     bt2_out + "'"});
+  ASSERT_TRUE(py.exited && py.exit_code == 0)
+      << "python3-bt2 (Debian package, scripts/setup.sh): " << py.Describe();
+  CliToFile({"report", dir_, "--format", "json"}, report);
+  EXPECT_EQ(Python("import json,sys\n"
+                   "b=json.load(open(sys.argv[1]))\n"
+                   "r=json.load(open(sys.argv[2]))\n"
+                   "print(b['events']=={e['name']:e['count'] for e in r['event_counts']},\n"
+                   "      b['threads']=={str(t['tid']):t['events'] for t in r['threads']},\n"
+                   "      abs(b['first_epoch_ns']-r['start_epoch_ns'])<=2,\n"
+                   "      abs(b['last_epoch_ns']-b['first_epoch_ns']-r['duration_ns'])<=4,\n"
+                   "      b['events']['func:entry'])",
+                   {bt2_out, report}),
+            "True True True True 60317\n");  // fib 57313 + is_even 1502 + is_odd 1501 + main
+}
+
 }  // namespace
