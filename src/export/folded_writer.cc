@@ -12,8 +12,10 @@ void FoldedWriter::SliceBegin(std::int64_t ns, Track track, Name name, Name, std
   if (text.empty()) {
     text.assign(name.text);
     for (char& c : text) {
-      if (c == ';') c = ':';
-      else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+      if (c == ';')
+        c = ':';
+      else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+        c = ' ';
     }
     if (text.empty()) text = "?";
   }

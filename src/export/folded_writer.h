@@ -46,9 +46,9 @@ class FoldedWriter final : public TimelineSink {
     std::int64_t begin, children = 0;
   };
   std::FILE* out_;
-  std::vector<std::string> names_;  // cleaned, by name id
+  std::vector<std::string> names_;                                // cleaned, by name id
   std::unordered_map<std::uint32_t, std::vector<Frame>> stacks_;  // by tid
-  std::map<std::vector<std::uint32_t>, std::int64_t> self_;     // stack of name ids -> self ns
+  std::map<std::vector<std::uint32_t>, std::int64_t> self_;       // stack of name ids -> self ns
   std::vector<std::uint32_t> key_;
 };
 

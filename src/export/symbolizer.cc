@@ -66,7 +66,8 @@ std::string Symbolizer::Resolve(std::uint64_t addr) const {
     auto it = std::upper_bound(
         symbols.begin(), symbols.end(), link,
         [](std::uint64_t v, const elf::ElfFile::Symbol& s) { return v < s.value; });
-    if (it != symbols.begin() && link < std::prev(it)->value + std::max<std::uint64_t>(std::prev(it)->size, 1)) {
+    if (it != symbols.begin() &&
+        link < std::prev(it)->value + std::max<std::uint64_t>(std::prev(it)->size, 1)) {
       name = Demangle(std::prev(it)->name);
     } else {
       const std::size_t slash = best->path.rfind('/');

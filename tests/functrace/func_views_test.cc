@@ -31,8 +31,8 @@ std::vector<std::string> Env() {
 #if defined(__SANITIZE_ADDRESS__)
   // The preloaded runtime (or uftrace's libmcount) comes before libasan.
   const char* asan = std::getenv("ASAN_OPTIONS");
-  return ChildEnv({"ASAN_OPTIONS=" + std::string(asan != nullptr ? asan : "") +
-                   ":verify_asan_link_order=0"});
+  return ChildEnv(
+      {"ASAN_OPTIONS=" + std::string(asan != nullptr ? asan : "") + ":verify_asan_link_order=0"});
 #else
   return ChildEnv();
 #endif
@@ -136,12 +136,12 @@ TEST_F(FuncViewsTest, ChromeJsonNamesFunctions) {
   const ProcessResult e = Cmd({kCli, "export", dir_, "-f", "chrome", "-o", out});
   ASSERT_TRUE(e.exited && e.exit_code == 0) << e.Describe();
   // Python's json module parses the file; the names of the function slices, sorted and unique.
-  const ProcessResult py = Cmd(
-      {"/usr/bin/env", "python3", "-c",
-       "import json,sys\n"
-       "d=json.load(open(sys.argv[1]))\n"
-       "print('\\n'.join(sorted({e['name'] for e in d['traceEvents'] if e.get('cat')=='func' and e['ph']=='B'})))",
-       out});
+  const ProcessResult py = Cmd({"/usr/bin/env", "python3", "-c",
+                                "import json,sys\n"
+                                "d=json.load(open(sys.argv[1]))\n"
+                                "print('\\n'.join(sorted({e['name'] for e in d['traceEvents'] if "
+                                "e.get('cat')=='func' and e['ph']=='B'})))",
+                                out});
   ASSERT_TRUE(py.exited && py.exit_code == 0) << py.Describe();
   EXPECT_EQ(py.out, "fib(int)\nis_even(unsigned int)\nis_odd(unsigned int)\nmain\n");
 }
@@ -209,8 +209,10 @@ TEST_F(FuncViewsTest, ReportAgreesWithUftraceOnRecursion) {
     const Row& u = uf.at(name);
     // uftrace records at most 1024 frames deep: is_even(2000) nests 2001 deep, so uftrace sees
     // its first 1024 frames only (is_even 501 + 512 calls); fib(22) and main are within reach.
-    if (std::string(name) == "main" || std::string(name) == "fib") EXPECT_EQ(h.calls, u.calls);
-    else EXPECT_LE(u.calls, h.calls);
+    if (std::string(name) == "main" || std::string(name) == "fib")
+      EXPECT_EQ(h.calls, u.calls);
+    else
+      EXPECT_LE(u.calls, h.calls);
     // Total within the frames that contain the function; never more than main's.
     EXPECT_LE(h.total, hush.at("main").total);
     EXPECT_LE(u.total, uf.at("main").total);
@@ -275,7 +277,9 @@ TEST_F(FuncViewsTest, FoldedStacks) {
   for (const auto& [stack, ns] : stacks) {
     EXPECT_EQ(stack.rfind("main", 0), 0u) << stack;
     std::size_t fibs = 0;
-    for (std::size_t p = stack.find("fib(int)"); p != std::string::npos; p = stack.find("fib(int)", p + 1)) ++fibs;
+    for (std::size_t p = stack.find("fib(int)"); p != std::string::npos;
+         p = stack.find("fib(int)", p + 1))
+      ++fibs;
     deepest_fib = std::max(deepest_fib, fibs);
   }
   EXPECT_EQ(deepest_fib, 22u);
@@ -312,10 +316,13 @@ TEST_F(FuncViewsTest, ReportJson) {
                    "f={r['name']:r for r in d['functions']}\n"
                    "m=f['main']\n"
                    "print(f['fib(int)']['calls'], f['is_odd(unsigned int)']['calls'], m['calls'],\n"
-                   "      all(r['total_ns']<=m['total_ns'] and r['self_ns']<=r['total_ns'] for r in f.values()),\n"
-                   "      d['complete'], d['lost'], d['events']==sum(e['count'] for e in d['event_counts']))",
+                   "      all(r['total_ns']<=m['total_ns'] and r['self_ns']<=r['total_ns'] for r "
+                   "in f.values()),\n"
+                   "      d['complete'], d['lost'], d['events']==sum(e['count'] for e in "
+                   "d['event_counts']))",
                    {out}),
-            "57313 1501 1 True True {'events_discarded': 0, 'packets_missing': 0, 'streams_cut_short': 0} True\n");
+            "57313 1501 1 True True {'events_discarded': 0, 'packets_missing': 0, "
+            "'streams_cut_short': 0} True\n");
 }
 
 TEST_F(FuncViewsTest, DumpJsonLines) {
@@ -326,7 +333,8 @@ TEST_F(FuncViewsTest, DumpJsonLines) {
                    "prev=-1\n"
                    "for line in open(sys.argv[1]):\n"
                    "  e=json.loads(line)\n"
-                   "  assert e['name']=='func:exit' and e['ts_ns']>=prev and isinstance(e['fields']['addr'], int)\n"
+                   "  assert e['name']=='func:exit' and e['ts_ns']>=prev and "
+                   "isinstance(e['fields']['addr'], int)\n"
                    "  prev=e['ts_ns']\n"
                    "  c[e['func']]+=1\n"
                    "print(c['fib(int)'], c['is_even(unsigned int)'], c['main'])",
@@ -337,7 +345,8 @@ TEST_F(FuncViewsTest, DumpJsonLines) {
 TEST_F(FuncViewsTest, HistOfAFunction) {
   const ProcessResult text = Cmd({kCli, "hist", dir_, "--function", "fib"});
   ASSERT_TRUE(text.exited && text.exit_code == 0) << text.Describe();
-  EXPECT_NE(text.out.find("function fib call durations, 57313 samples"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("function fib call durations, 57313 samples"), std::string::npos)
+      << text.out;
   const std::string out = tmp_->Sub("hist.json");
   CliToFile({"hist", dir_, "--function", "is_*", "--format", "json"}, out);
   EXPECT_EQ(Python("import json,sys\n"
@@ -362,7 +371,8 @@ TEST_F(FuncViewsTest, TruncatedStreamHeaderAndWarningAgree) {
   ASSERT_TRUE(cut.exited && cut.exit_code == 0) << cut.Describe();
   const ProcessResult rep = Cmd({kCli, "report", copy});
   ASSERT_TRUE(rep.exited) << rep.Describe();
-  EXPECT_NE(rep.out.find("  lost       1 stream cut short (WARNING lines below)"), std::string::npos)
+  EXPECT_NE(rep.out.find("  lost       1 stream cut short (WARNING lines below)"),
+            std::string::npos)
       << rep.out;
   EXPECT_NE(rep.out.find("\nWARNING: " + copy + "/stream_"), std::string::npos) << rep.out;
   EXPECT_NE(rep.out.find("last packet truncated"), std::string::npos) << rep.out;
@@ -423,9 +433,10 @@ TEST_F(FuncViewsTest, PythonBt2ExampleReadsTheTrace) {
   const char* source = std::getenv("HUSH_SOURCE_DIR");  // set by ctest
   ASSERT_NE(source, nullptr) << "run under ctest (HUSH_SOURCE_DIR)";
   const std::string bt2_out = tmp_->Sub("bt2.json"), report = tmp_->Sub("report_bt2.json");
-  const ProcessResult py = Cmd({"/bin/sh", "-c", "/usr/bin/python3 '" + std::string(source) +
-                                                     "/examples/hushtrace_bt2.py' '" + dir_ + "' > '" +
-                                                     bt2_out + "'"});
+  const ProcessResult py =
+      Cmd({"/bin/sh", "-c",
+           "/usr/bin/python3 '" + std::string(source) + "/examples/hushtrace_bt2.py' '" + dir_ +
+               "' > '" + bt2_out + "'"});
   ASSERT_TRUE(py.exited && py.exit_code == 0)
       << "python3-bt2 (Debian package, scripts/setup.sh): " << py.Describe();
   CliToFile({"report", dir_, "--format", "json"}, report);

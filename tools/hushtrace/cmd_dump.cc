@@ -16,13 +16,13 @@
 #include <string_view>
 #include <vector>
 
+#include "arg_cursor.h"
 #include "commands.h"
 #include "export/symbolizer.h"
 #include "export/timeline.h"
 #include "filter_expr.h"
-#include "json_writer.h"
 #include "hushtrace/reader.h"
-#include "arg_cursor.h"
+#include "json_writer.h"
 #include "open_trace.h"
 #include "progress.h"
 
@@ -40,7 +40,8 @@ constexpr const char kUsage[] =
     "options:\n"
     "  -e, --event GLOB  only events whose provider:name matches GLOB (repeatable; * ? [...]);\n"
     "                    a GLOB matching no event of the trace's metadata is an error\n"
-    "  --filter EXPR     only events for which EXPR holds, e.g. 'status >= 500 && path ~ \"/api*\"'\n"
+    "  --filter EXPR     only events for which EXPR holds, e.g. 'status >= 500 && path ~ "
+    "\"/api*\"'\n"
     "                    (== != < <= > >= ~, && || ! ( ); $name $tid $thread; docs/reader.md)\n"
     "  --since T         only events at or after T, relative to the first event of the trace\n"
     "  --until T         only events at or before T (same origin)\n"
@@ -168,21 +169,34 @@ void PutJsonEvent(Output& out, const reader::Event& e, std::int64_t rel, std::in
     if (v.info().hidden) continue;
     j.Key(v.info().name);
     switch (v.type()) {
-      case FieldType::kSigned: j.Int(v.AsInt64()); break;
-      case FieldType::kUnsigned: j.Uint(v.AsUint64()); break;
+      case FieldType::kSigned:
+        j.Int(v.AsInt64());
+        break;
+      case FieldType::kUnsigned:
+        j.Uint(v.AsUint64());
+        break;
       case FieldType::kBool:
-        if (v.AsUint64() <= 1) j.Bool(v.AsUint64() == 1);
-        else j.Uint(v.AsUint64());
+        if (v.AsUint64() <= 1)
+          j.Bool(v.AsUint64() == 1);
+        else
+          j.Uint(v.AsUint64());
         break;
       case FieldType::kEnum: {
         const std::string_view label = v.info().LabelFor(v.AsInt64());
-        if (!label.empty()) j.String(label);
-        else if (v.info().is_signed) j.Int(v.AsInt64());
-        else j.Uint(v.AsUint64());
+        if (!label.empty())
+          j.String(label);
+        else if (v.info().is_signed)
+          j.Int(v.AsInt64());
+        else
+          j.Uint(v.AsUint64());
         break;
       }
-      case FieldType::kFloat: j.Double(v.AsDouble()); break;
-      case FieldType::kString: j.String(v.AsString()); break;
+      case FieldType::kFloat:
+        j.Double(v.AsDouble());
+        break;
+      case FieldType::kString:
+        j.String(v.AsString());
+        break;
       case FieldType::kBytes: {
         static constexpr char kHex[] = "0123456789abcdef";
         std::string hex;
@@ -265,7 +279,8 @@ int RunDump(int argc, char** argv) {
       if (!filter) return BadArgs(error);
     } else if (arg == "--format") {
       std::string f;
-      if (!args.TakeNonEmpty(&f) || (f != "text" && f != "json")) return BadArgs("--format needs text or json");
+      if (!args.TakeNonEmpty(&f) || (f != "text" && f != "json"))
+        return BadArgs("--format needs text or json");
       json = f == "json";
     } else if (arg == "--absolute" && !args.has_inline_value()) {
       absolute = true;
@@ -321,10 +336,12 @@ int RunDump(int argc, char** argv) {
     if (rel < since || !selected[e.event_class().index]) continue;
     if (filter && !filter->Matches(e)) continue;
     if (json) {
-      PutJsonEvent(out, e, rel, ns,
-                   func_addr[e.event_class().index] >= 0
-                       ? symbols.Resolve(e.field(static_cast<std::size_t>(func_addr[e.event_class().index])).AsUint64())
-                       : std::string());
+      PutJsonEvent(
+          out, e, rel, ns,
+          func_addr[e.event_class().index] >= 0
+              ? symbols.Resolve(
+                    e.field(static_cast<std::size_t>(func_addr[e.event_class().index])).AsUint64())
+              : std::string());
       write_ok = out.MaybeFlush();
       continue;
     }
@@ -357,7 +374,8 @@ int RunDump(int argc, char** argv) {
   progress.Done();
   write_ok = out.Flush() && write_ok;
   for (const std::string& w : trace->warnings()) std::fprintf(stderr, "hushtrace dump: warning: %s\n", w.c_str());
-  for (const std::string& w : symbols.warnings()) std::fprintf(stderr, "hushtrace dump: warning: %s\n", w.c_str());
+  for (const std::string& w : symbols.warnings())
+    std::fprintf(stderr, "hushtrace dump: warning: %s\n", w.c_str());
   if (!write_ok) {
     std::fprintf(stderr, "hushtrace dump: writing the output failed: %s\n", std::strerror(errno));
     return 1;

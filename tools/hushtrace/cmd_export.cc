@@ -5,14 +5,14 @@
 #include <memory>
 #include <string>
 
+#include "arg_cursor.h"
 #include "commands.h"
 #include "export/chrome_json_writer.h"
-#include "export/perfetto_writer.h"
 #include "export/folded_writer.h"
+#include "export/perfetto_writer.h"
 #include "export/symbolizer.h"
 #include "export/timeline.h"
 #include "hushtrace/reader.h"
-#include "arg_cursor.h"
 #include "open_trace.h"
 #include "progress.h"
 

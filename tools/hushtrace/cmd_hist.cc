@@ -8,13 +8,13 @@
 #include <utility>
 #include <vector>
 
+#include "arg_cursor.h"
 #include "commands.h"
 #include "export/symbolizer.h"
 #include "func_profile.h"
-#include "json_writer.h"
 #include "hist/log_histogram.h"
 #include "hushtrace/reader.h"
-#include "arg_cursor.h"
+#include "json_writer.h"
 #include "open_trace.h"
 #include "progress.h"
 
@@ -65,9 +65,9 @@ std::string Value(double v, bool ns) {
   return Format("%.4g %s", v / 1e9, "s");
 }
 
-
 // The histogram as text (summary, then one row per octave) or as one JSON object.
-void PrintHist(const hist::LogHistogram& h, const std::string& what, bool ns, int width, bool json) {
+void PrintHist(const hist::LogHistogram& h, const std::string& what, bool ns, int width,
+               bool json) {
   const auto rows = h.Octaves();
   if (json) {
     JsonWriter j;
@@ -97,7 +97,8 @@ void PrintHist(const hist::LogHistogram& h, const std::string& what, bool ns, in
     std::fputs(j.text().c_str(), stdout);
     return;
   }
-  std::printf("hushtrace hist: %s, %llu samples\n", what.c_str(), static_cast<unsigned long long>(h.count()));
+  std::printf("hushtrace hist: %s, %llu samples\n", what.c_str(),
+              static_cast<unsigned long long>(h.count()));
   if (h.count() == 0) return;
   std::printf("  min %s  avg %s  max %s\n", Value(h.min(), ns).c_str(), Value(h.mean(), ns).c_str(),
               Value(h.max(), ns).c_str());
@@ -175,7 +176,8 @@ int FunctionHist(const reader::Trace& trace, const std::string& glob, int width,
   }
   PrintHist(h, "function " + glob + " call durations", /*ns=*/true, width, json);
   std::fflush(stdout);
-  for (const std::string& w : symbols.warnings()) std::fprintf(stderr, "hushtrace hist: warning: %s\n", w.c_str());
+  for (const std::string& w : symbols.warnings())
+    std::fprintf(stderr, "hushtrace hist: warning: %s\n", w.c_str());
   return ReportSkippedStreams(it, "hushtrace hist");
 }
 
@@ -199,7 +201,8 @@ int RunHist(int argc, char** argv) {
       if (!args.TakeNonEmpty(&function)) return BadArgs("--function needs a NAME");
     } else if (arg == "--format") {
       std::string f;
-      if (!args.TakeNonEmpty(&f) || (f != "text" && f != "json")) return BadArgs("--format needs text or json");
+      if (!args.TakeNonEmpty(&f) || (f != "text" && f != "json"))
+        return BadArgs("--format needs text or json");
       json = f == "json";
     } else if (arg == "--field") {
       if (!args.TakeNonEmpty(&field)) return BadArgs("--field needs a field name");

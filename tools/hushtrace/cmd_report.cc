@@ -14,8 +14,8 @@
 #include "arg_cursor.h"
 #include "commands.h"
 #include "func_profile.h"
-#include "json_writer.h"
 #include "hushtrace/reader.h"
+#include "json_writer.h"
 #include "open_trace.h"
 #include "progress.h"
 
@@ -45,7 +45,8 @@ constexpr const char kUsage[] =
 
 constexpr std::size_t kMaxRows = 20;
 // After the damage of a stream (EventIterator::skipped()), in its WARNING line.
-constexpr const char kSkipped[] = ": the rest of this stream was skipped; the other streams were analysed";
+constexpr const char kSkipped[] =
+    ": the rest of this stream was skipped; the other streams were analysed";
 
 struct ClassStats {
   std::uint64_t count = 0;
@@ -143,7 +144,8 @@ int PrintCallGraph(const reader::Trace& trace, const FunctionProfile& functions,
   if (!callers.empty()) functions.PrintEdges(trace, callers, /*callers=*/true, kMaxRows);
   if (!callees.empty()) functions.PrintEdges(trace, callees, /*callers=*/false, kMaxRows);
   std::fflush(stdout);
-  for (const std::string& damage : it.skipped()) std::printf("WARNING: %s%s\n", damage.c_str(), kSkipped);
+  for (const std::string& damage : it.skipped())
+    std::printf("WARNING: %s%s\n", damage.c_str(), kSkipped);
   std::fflush(stdout);
   return ReportSkippedStreams(it, "hushtrace report");
 }
@@ -238,7 +240,8 @@ int RunReport(int argc, char** argv) {
   progress.Done();
   std::uint64_t unclosed = 0;
   for (auto& [tid, t] : threads) unclosed += t.stack.size();
-  if (!callers.empty() || !callees.empty()) return PrintCallGraph(*trace, functions, callers, callees, it);
+  if (!callers.empty() || !callees.empty())
+    return PrintCallGraph(*trace, functions, callers, callees, it);
 
   const std::int64_t duration = trace->ToEpochNs(last_ts) - trace->ToEpochNs(first_ts);
   const reader::Metadata& md = trace->metadata();
@@ -273,13 +276,22 @@ int RunReport(int argc, char** argv) {
     j.Key("mode").String(md.Env("hushtrace_mode"));
     j.Key("clock").BeginObject().Key("source").String(md.Env("hushtrace_clock_source"));
     j.Key("freq_hz").Uint(md.clock.freq).EndObject();
-    if (total > 0) j.Key("start_epoch_ns").Int(trace->ToEpochNs(first_ts));
-    else j.Key("start_epoch_ns").Null();
+    if (total > 0)
+      j.Key("start_epoch_ns").Int(trace->ToEpochNs(first_ts));
+    else
+      j.Key("start_epoch_ns").Null();
     j.Key("duration_ns").Int(duration);
     j.Key("events").Uint(total).Key("packets").Uint(trace->packets());
-    j.Key("streams").Uint(trace->streams().size()).Key("bytes_on_disk").Uint(trace->bytes_on_disk());
+    j.Key("streams")
+        .Uint(trace->streams().size())
+        .Key("bytes_on_disk")
+        .Uint(trace->bytes_on_disk());
     j.Key("lost").BeginObject().Key("events_discarded").Uint(discarded);
-    j.Key("packets_missing").Uint(missing_packets).Key("streams_cut_short").Uint(truncated).EndObject();
+    j.Key("packets_missing")
+        .Uint(missing_packets)
+        .Key("streams_cut_short")
+        .Uint(truncated)
+        .EndObject();
     j.Key("overwritten").Uint(overwritten);
     j.Key("warnings").BeginArray();
     for (const std::string& w : warnings) j.String(w);
@@ -293,7 +305,12 @@ int RunReport(int argc, char** argv) {
     j.Key("event_counts").BeginArray();
     for (std::size_t c : order) {
       if (stats[c].count == 0) continue;
-      j.BeginObject().Key("name").String(classes[c].name).Key("count").Uint(stats[c].count).EndObject();
+      j.BeginObject()
+          .Key("name")
+          .String(classes[c].name)
+          .Key("count")
+          .Uint(stats[c].count)
+          .EndObject();
     }
     j.EndArray();
     std::vector<const ThreadStats*> ts;
@@ -315,14 +332,20 @@ int RunReport(int argc, char** argv) {
       const ClassStats& st = stats[c];
       if (st.spans == 0) continue;
       j.BeginObject().Key("name").String(classes[c].name).Key("count").Uint(st.spans);
-      j.Key("total_ns").Int(trace->CyclesToNs(st.total)).Key("self_ns").Int(trace->CyclesToNs(st.self));
+      j.Key("total_ns")
+          .Int(trace->CyclesToNs(st.total))
+          .Key("self_ns")
+          .Int(trace->CyclesToNs(st.self));
       j.Key("max_ns").Int(trace->CyclesToNs(st.max)).EndObject();
     }
     j.EndArray();
     j.Key("functions").BeginArray();
     for (const FunctionProfile::Row& r : func_rows) {
       j.BeginObject().Key("name").String(r.name).Key("calls").Uint(r.calls);
-      j.Key("total_ns").Int(trace->CyclesToNs(r.total)).Key("self_ns").Int(trace->CyclesToNs(r.self));
+      j.Key("total_ns")
+          .Int(trace->CyclesToNs(r.total))
+          .Key("self_ns")
+          .Int(trace->CyclesToNs(r.self));
       j.Key("max_ns").Int(trace->CyclesToNs(r.max)).EndObject();
     }
     j.EndArray();
@@ -365,7 +388,8 @@ int RunReport(int argc, char** argv) {
   add_lost(discarded, discarded == 1 ? " event discarded" : " events discarded");
   add_lost(missing_packets, missing_packets == 1 ? " packet missing" : " packets missing");
   add_lost(truncated, truncated == 1 ? " stream cut short" : " streams cut short");
-  std::printf("  lost       %s\n", lost.empty() ? "none" : (lost + " (WARNING lines below)").c_str());
+  std::printf("  lost       %s\n",
+              lost.empty() ? "none" : (lost + " (WARNING lines below)").c_str());
   if (overwritten != 0 && total > 0) {
     std::printf("  window     flight mode kept %s to %s (%s); %llu older events overwritten\n",
                 WallClock(trace->ToEpochNs(first_ts)).c_str(),

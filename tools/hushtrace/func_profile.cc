@@ -12,19 +12,25 @@ namespace {
 std::string FormatNs(std::int64_t ns) {
   char buf[64];
   const double v = static_cast<double>(ns);
-  if (ns < 1000) std::snprintf(buf, sizeof buf, "%lld ns", static_cast<long long>(ns));
-  else if (ns < 1000000) std::snprintf(buf, sizeof buf, "%.1f us", v / 1e3);
-  else if (ns < 1000000000) std::snprintf(buf, sizeof buf, "%.2f ms", v / 1e6);
-  else std::snprintf(buf, sizeof buf, "%.3f s", v / 1e9);
+  if (ns < 1000)
+    std::snprintf(buf, sizeof buf, "%lld ns", static_cast<long long>(ns));
+  else if (ns < 1000000)
+    std::snprintf(buf, sizeof buf, "%.1f us", v / 1e3);
+  else if (ns < 1000000000)
+    std::snprintf(buf, sizeof buf, "%.2f ms", v / 1e6);
+  else
+    std::snprintf(buf, sizeof buf, "%.3f s", v / 1e9);
   return buf;
 }
 
-std::vector<FunctionProfile::Row> SortedRows(std::map<std::string, FunctionProfile::Row>&& by_name) {
+std::vector<FunctionProfile::Row> SortedRows(
+    std::map<std::string, FunctionProfile::Row>&& by_name) {
   std::vector<FunctionProfile::Row> rows;
   for (auto& [name, r] : by_name) rows.push_back(std::move(r));
-  std::sort(rows.begin(), rows.end(), [](const FunctionProfile::Row& a, const FunctionProfile::Row& b) {
-    return a.total != b.total ? a.total > b.total : a.name < b.name;
-  });
+  std::sort(rows.begin(), rows.end(),
+            [](const FunctionProfile::Row& a, const FunctionProfile::Row& b) {
+              return a.total != b.total ? a.total > b.total : a.name < b.name;
+            });
   return rows;
 }
 
@@ -44,7 +50,8 @@ void FunctionProfile::AddCounted(std::vector<Counted>& list, const Counted& k) {
 bool FunctionNameMatches(const std::string& glob, const std::string& name) {
   if (::fnmatch(glob.c_str(), name.c_str(), 0) == 0) return true;
   const std::size_t paren = name.find('(');
-  return paren != std::string::npos && ::fnmatch(glob.c_str(), name.substr(0, paren).c_str(), 0) == 0;
+  return paren != std::string::npos &&
+         ::fnmatch(glob.c_str(), name.substr(0, paren).c_str(), 0) == 0;
 }
 
 FunctionProfile::FunctionProfile(const reader::Trace& trace) : symbols_(trace) {
@@ -159,7 +166,8 @@ bool FunctionProfile::Matches(const std::string& glob) const {
   return false;
 }
 
-std::vector<FunctionProfile::Row> FunctionProfile::Edges(const std::string& glob, bool callers) const {
+std::vector<FunctionProfile::Row> FunctionProfile::Edges(const std::string& glob,
+                                                         bool callers) const {
   std::map<std::string, Row> by_name;
   for (const auto& [edge, s] : edges_) {
     if (!FunctionNameMatches(glob, Resolve(callers ? edge.second : edge.first))) continue;
@@ -174,7 +182,8 @@ void FunctionProfile::PrintTable(const reader::Trace& trace, const char* title,
   for (std::size_t i = 0; i < rows.size() && i < max_rows; ++i)
     width = std::max(width, std::min<std::size_t>(rows[i].name.size() + 2, 60));
   const int w = static_cast<int>(width);
-  std::printf("\n%-*s %10s %10s %10s %10s %10s\n", w, title, "calls", "total", "self", "avg", "max");
+  std::printf("\n%-*s %10s %10s %10s %10s %10s\n", w, title, "calls", "total", "self", "avg",
+              "max");
   for (std::size_t i = 0; i < rows.size() && i < max_rows; ++i) {
     const Row& r = rows[i];
     std::string name = r.name;

@@ -30,8 +30,9 @@ constexpr Command kCommands[] = {
 void Usage(FILE* out) {
   std::fprintf(out, "usage: hushtrace <command> [options]\n\ncommands:\n");
   for (const Command& c : kCommands) std::fprintf(out, "  %-8s %s\n", c.name, c.summary);
-  std::fprintf(out, "\n'hushtrace <command> --help' describes a command; "
-                    "'hushtrace -V' (--version) prints the version.\n");
+  std::fprintf(out,
+               "\n'hushtrace <command> --help' describes a command; "
+               "'hushtrace -V' (--version) prints the version.\n");
 }
 
 }  // namespace

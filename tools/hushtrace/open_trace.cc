@@ -42,7 +42,8 @@ std::unique_ptr<reader::Trace> OpenTraceRecovering(const std::string& dir, const
 
 int ReportSkippedStreams(const reader::EventIterator& it, const char* command) {
   for (const std::string& damage : it.skipped()) {
-    std::fprintf(stderr, "%s: %s: the rest of this stream was skipped; the other streams were read\n",
+    std::fprintf(stderr,
+                 "%s: %s: the rest of this stream was skipped; the other streams were read\n",
                  command, damage.c_str());
   }
   return it.skipped().empty() ? 0 : kExitPartial;
