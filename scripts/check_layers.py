@@ -36,7 +36,7 @@ LAYERS = [
     ("capi",      ["base"],                                                     "runtime"),
     ("reader",    ["base", "format"],                                           "tools"),
     ("recover",   ["base", "format", "reader", "ring"],                         "tools"),
-    ("export",    ["base", "reader", "hist"],                                   "tools"),
+    ("export",    ["base", "elf", "reader", "hist"],                                   "tools"),
     ("sql",       ["base", "reader", "export"],                                 "tools"),
     ("cli",       ["base", "filter", "elf", "format", "reader", "recover", "export", "hist",
                    "sql"],                                                      "tools/hushtrace"),

@@ -242,6 +242,13 @@ class EventIterator {
   const std::string& error() const;
   std::uint64_t events_read() const;
 
+  // Keep going past bad data: a stream whose data is damaged ends at the damage (its events
+  // before it have been returned), its message goes to skipped(), and the other streams are
+  // read to their end; error() stays empty. Call before the first Next().
+  void SkipDamagedStreams();
+  // The streams ended early in that mode: "DIR/stream_N: byte X: what", in the order met.
+  const std::vector<std::string>& skipped() const;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -1,7 +1,7 @@
 // Names of traced functions (func:entry / func:exit addresses) for the exporters.
 //
-// The default resolver prints the address ("0x401a2b"); a symbolizing resolver (ELF symbols of
-// the traced binary) plugs in through the same interface. Resolve() is called once per distinct
+// HexAddressResolver prints the address ("0x401a2b"); Symbolizer (symbolizer.h) names it from the
+// trace's module map and the modules' ELF symbols, for every view. Resolve() is called once per distinct
 // address: TimelineBuilder caches the result.
 #ifndef HUSHTRACE_SRC_EXPORT_SYMBOL_RESOLVER_H_
 #define HUSHTRACE_SRC_EXPORT_SYMBOL_RESOLVER_H_

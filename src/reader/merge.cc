@@ -14,7 +14,9 @@ struct EventIterator::Impl {
   internal::StreamCursor* current = nullptr;  // its event is the one handed out last
   bool started = false;
   bool failed = false;
+  bool skip_damaged = false;
   std::string error;
+  std::vector<std::string> skipped;
   std::uint64_t events = 0;
   Event empty;
 
@@ -33,7 +35,14 @@ struct EventIterator::Impl {
         std::push_heap(heap.begin(), heap.end(), Later);
         return true;
       case internal::StreamCursor::State::kEnd: return true;
-      case internal::StreamCursor::State::kError: failed = true; return false;
+      case internal::StreamCursor::State::kError:
+        if (skip_damaged) {  // the cursor is not pushed back: its stream ends here
+          skipped.push_back(std::move(error));
+          error.clear();
+          return true;
+        }
+        failed = true;
+        return false;
     }
     return false;
   }
@@ -76,6 +85,8 @@ const Event& EventIterator::event() const {
 }
 
 const std::string& EventIterator::error() const { return impl_->error; }
+void EventIterator::SkipDamagedStreams() { impl_->skip_damaged = true; }
+const std::vector<std::string>& EventIterator::skipped() const { return impl_->skipped; }
 std::uint64_t EventIterator::events_read() const { return impl_->events; }
 
 }  // namespace hush::reader

@@ -52,8 +52,7 @@ TEST_F(CliTest, DumpPrintsEveryEventInTimeOrder) {
   ASSERT_EQ(res.exit_code, 0) << res.err;
   // The oversized blob was discarded (see ReportSummarizesTheRecordedTrace): dump says it too.
   EXPECT_EQ(res.err.rfind("hushtrace dump: warning: " + r.dir + "/stream_", 0), 0u) << res.err;
-  EXPECT_NE(res.err.find(": 1 events lost: 1 discarded (ring full, nested or oversized, or not written), "
-                         "0 overwritten (flight mode)\n"),
+  EXPECT_NE(res.err.find(": 1 events lost (ring full, nested or oversized, or not written)\n"),
             std::string::npos) << res.err;
   EXPECT_EQ(SplitLines(res.err).size(), 1u) << res.err;
   const std::vector<std::string> lines = SplitLines(res.out);
@@ -211,7 +210,7 @@ TEST_F(CliTest, DumpArgumentsAndDamagedTraces) {
   {
     TempTrace t(meta, {PacketBuilder(10).Compact(0, 11, Le(std::uint32_t{1})).Compact(7, 12).Build()});
     res = Run({"dump", t.dir()});
-    EXPECT_EQ(res.exit_code, 1);
+    EXPECT_EQ(res.exit_code, 3);                               // partial
     EXPECT_EQ(res.out, "[  0.000000000] tid 4242 s:a x=1\n");  // what came before the damage
     EXPECT_NE(res.err.find("stream_0: byte 120: unknown event id 7"), std::string::npos) << res.err;
   }
@@ -259,7 +258,11 @@ TEST_F(CliTest, ReportSummarizesTheRecordedTrace) {
   // The oversized blob was discarded: said loudly.
   const std::string warning = LineWith(out, "WARNING:");
   EXPECT_EQ(warning.rfind("WARNING: " + r.dir + "/stream_", 0), 0u) << out;
-  EXPECT_NE(warning.find("1 events lost: 1 discarded"), std::string::npos) << warning;
+  EXPECT_NE(warning.find(": 1 events lost (ring full, nested or oversized, or not written)"), std::string::npos)
+      << warning;
+  EXPECT_NE(LineWith(out, "  lost ").find("1 event discarded (WARNING lines below)"),
+            std::string::npos)
+      << out;
   EXPECT_NE(LineWith(out, "  rt:ints ").find(" 300 "), std::string::npos) << out;
   EXPECT_NE(LineWith(out, "  rt:work ").find(" 600 "), std::string::npos) << out;
   EXPECT_NE(LineWith(out, "  rt:blob ").find(" 299 "), std::string::npos) << out;
@@ -322,6 +325,70 @@ TEST_F(CliTest, ReportSpanSelfTimeAndCleanTrace) {
   res = Run({"report", t.dir() + "/missing"});
   EXPECT_EQ(res.exit_code, 1);
   EXPECT_NE(res.err.find(t.dir() + "/missing"), std::string::npos);
+}
+
+// A stream damaged in the middle ends there; the other streams are read to their end, the damage
+// is named, and the exit status says the result is partial (3).
+TEST_F(CliTest, DamagedStreamIsSkippedAndTheOthersAreRead) {
+  const std::string meta = SynthMetadata(
+      "event { name = \"s:a\"; id = 0; stream_id = 0; fields := struct { uint32_t x; }; };\n");
+  TempTrace t(meta, {PacketBuilder(10).Compact(0, 11, Le(std::uint32_t{1})).Compact(7, 12).Build(),
+                     PacketBuilder(10, 4343, "other")
+                         .Compact(0, 13, Le(std::uint32_t{2}))
+                         .Compact(0, 14, Le(std::uint32_t{3}))
+                         .Build()});
+  CommandResult res = Run({"dump", t.dir()});
+  EXPECT_EQ(res.exit_code, 3) << res.err;
+  EXPECT_EQ(res.out,
+            "[  0.000000000] tid 4242 s:a x=1\n"
+            "[  0.000000002] tid 4343 s:a x=2\n"
+            "[  0.000000003] tid 4343 s:a x=3\n");
+  EXPECT_NE(
+      res.err.find(t.dir() + "/stream_0: byte 120: unknown event id 7 (not in the metadata): "
+                             "the rest of this stream was skipped; the other streams were read"),
+      std::string::npos)
+      << res.err;
+  res = Run({"report", t.dir()});
+  EXPECT_EQ(res.exit_code, 3) << res.err;
+  EXPECT_NE(LineWith(res.out, "  events ").find(" 3 ("), std::string::npos) << res.out;
+  EXPECT_NE(LineWith(res.out, "WARNING:").find(t.dir() + "/stream_0: byte 120: unknown event id 7"),
+            std::string::npos)
+      << res.out;
+  EXPECT_EQ(Run({"hist", t.dir(), "--event", "s:a", "--field", "x"}).exit_code, 3);
+  EXPECT_EQ(Run({"export", t.dir(), "-f", "chrome", "-o", "/dev/null"}).exit_code, 3);
+}
+
+// Flight mode: overwritten events are the window kept (header), discarded ones a loss (WARNING).
+TEST_F(CliTest, ReportTellsTheFlightWindowFromRealLosses) {
+  const std::string meta = SynthMetadata(
+      "event { name = \"s:a\"; id = 0; stream_id = 0; fields := struct { uint32_t x; }; };\n");
+  {
+    TempTrace t(meta,
+                {PacketBuilder(10).Lost(100, 100).Compact(0, 11, Le(std::uint32_t{1})).Build()});
+    const CommandResult res = Run({"report", t.dir()});
+    EXPECT_EQ(res.exit_code, 0) << res.err;
+    EXPECT_EQ(LineWith(res.out, "  lost "), "  lost       none") << res.out;
+    EXPECT_NE(LineWith(res.out, "  window ").find("; 100 older events overwritten"),
+              std::string::npos)
+        << res.out;
+    EXPECT_EQ(res.out.find("WARNING"), std::string::npos) << res.out;
+  }
+  {
+    TempTrace t(
+        meta, {PacketBuilder(10).Lost(100, 100).Compact(0, 11, Le(std::uint32_t{1})).Build(),
+               PacketBuilder(10, 4343).Lost(120, 20).Compact(0, 12, Le(std::uint32_t{2})).Build()});
+    const CommandResult res = Run({"report", t.dir()});
+    EXPECT_EQ(res.exit_code, 0) << res.err;
+    EXPECT_EQ(LineWith(res.out, "  lost "),
+              "  lost       100 events discarded (WARNING lines below)")
+        << res.out;
+    EXPECT_NE(LineWith(res.out, "  window ").find("; 120 older events overwritten"),
+              std::string::npos)
+        << res.out;
+    EXPECT_EQ(LineWith(res.out, "WARNING:"),
+              "WARNING: " + t.dir() + "/stream_1: 100 events lost (ring full, nested or oversized, or not written)")
+        << res.out;
+  }
 }
 
 }  // namespace

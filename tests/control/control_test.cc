@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -88,6 +89,21 @@ TEST(ControlTest, StartStopWritesEveryCommittedEvent) {
   EXPECT_EQ(StatusValue(r.out, "enabled"), "ctl:tick");  // ctl:other and ctl:clock are not
   EXPECT_EQ(StatusValue(r.out, "buffers"), "1");
   EXPECT_EQ(StatusValue(r.out, "output"), trace);
+  // The same keys as JSON; numbers as numbers (parsed by Python's json module).
+  const std::string json = dir.path() + "/status.json";
+  r = Cli({"status", pid, "--format", "json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  {
+    std::FILE* f = std::fopen(json.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(r.out.c_str(), f);
+    std::fclose(f);
+  }
+  const RunResult py = clitest::RunCommand(
+      {"/usr/bin/env", "python3", "-c",
+       "import json,sys; d=json.load(open(sys.argv[1])); print(d['session'], d['buffers'] == 1)",
+       json});
+  EXPECT_EQ(py.out, "active True\n") << py.err << r.out;
   r = Cli({"stop", pid});
   ASSERT_EQ(r.status, 0) << r.err;
   // Every event committed before `stop` returned is on disk.
@@ -115,6 +131,9 @@ TEST(ControlTest, SecondSessionUsesTheOpenChannel) {
   ASSERT_EQ(Cli({"stop", pid}).status, 0);
   const RunResult ps = Cli({"ps"});
   EXPECT_NE(clitest::LineContaining(ps.out, " " + pid + " ").find("open"), std::string::npos) << ps.out;
+  const RunResult ps_json = Cli({"ps", "--format=json"});
+  EXPECT_NE(ps_json.out.find("{\"pid\":" + pid + ",\"user\":"), std::string::npos) << ps_json.out;
+  EXPECT_NE(ps_json.out.find("\"control\":\"open\""), std::string::npos) << ps_json.out;
   EXPECT_EQ(t.Command("emit 7"), "done");  // not traced
   ASSERT_EQ(Cli({"start", pid, "-e", "ctl:tick", "-o", dir.path() + "/b"}).status, 0);
   RunResult again = Cli({"start", pid, "-e", "ctl:tick", "-o", dir.path() + "/c"});

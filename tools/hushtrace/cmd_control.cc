@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +18,7 @@
 
 #include "commands.h"
 #include "control_client.h"
+#include "json_writer.h"
 #include "filter/filter.h"
 #include "inject.h"
 
@@ -117,11 +119,21 @@ bool CopyTrace(const std::string& from, const std::string& to, std::string* erro
   return ok;
 }
 
+// Whether argv[first..] is exactly "--format json" or "--format=json" (ps, status).
+bool IsJsonFormat(int argc, char** argv, int first) {
+  if (argc == first + 1) return std::strcmp(argv[first], "--format=json") == 0;
+  return argc == first + 2 && std::strcmp(argv[first], "--format") == 0 &&
+         std::strcmp(argv[first + 1], "json") == 0;
+}
+
 // Shared by stop/snapshot/status: "hushtrace VERB PID".
 bool ParsePidOnly(const char* command, int argc, char** argv, int first_extra, pid_t* pid, int* status) {
   if (argc >= 2 && (std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "--help") == 0)) {
     std::printf("usage: hushtrace %s PID%s\n", command,
-                std::strcmp(command, "snapshot") == 0 ? " [-o DIR]" : "");
+                std::strcmp(command, "snapshot") == 0 ? " [-o DIR]"
+                : std::strcmp(command, "status") == 0
+                    ? " [--format json]\n\n--format json: one JSON object, the same keys (docs/cli.md)"
+                    : "");
     *status = 0;
     return false;
   }
@@ -139,10 +151,12 @@ bool ParsePidOnly(const char* command, int argc, char** argv, int first_extra, p
 }  // namespace
 
 int RunPs(int argc, char** argv) {
-  if (argc > 1) {
+  const bool json = argc > 1 && IsJsonFormat(argc, argv, 1);
+  if (argc > 1 && !json) {
     if (std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "--help") == 0) {
-      std::printf("usage: hushtrace ps\n\nLists the processes of this user (all for root) that "
-                  "have the hushtrace runtime loaded.\n");
+      std::printf("usage: hushtrace ps [--format json]\n\nLists the processes of this user (all "
+                  "for root) that have the hushtrace runtime loaded; --format json prints a JSON\n"
+                  "array of {\"pid\", \"user\", \"control\", \"command\"} (docs/cli.md).\n");
       return 0;
     }
     return Bad("ps", std::string("unexpected argument '") + argv[1] + "'");
@@ -153,7 +167,9 @@ int RunPs(int argc, char** argv) {
     return 1;
   }
   const uid_t me = ::geteuid();
-  std::printf("%8s %-12s %-9s %s\n", "PID", "USER", "CONTROL", "COMMAND");
+  JsonWriter j;
+  if (json) j.BeginArray();
+  else std::printf("%8s %-12s %-9s %s\n", "PID", "USER", "CONTROL", "COMMAND");
   while (const dirent* e = ::readdir(proc)) {
     pid_t pid;
     if (!ParsePid(e->d_name, &pid) || pid == ::getpid()) continue;
@@ -169,11 +185,18 @@ int RunPs(int argc, char** argv) {
     }
     comm[std::strcspn(comm, "\n")] = '\0';
     const passwd* pw = ::getpwuid(st.st_uid);
-    std::printf("%8d %-12s %-9s %s\n", static_cast<int>(pid),
-                pw != nullptr ? pw->pw_name : std::to_string(st.st_uid).c_str(),
-                ControlListening(pid) ? "open" : "-", comm);
+    const std::string user = pw != nullptr ? pw->pw_name : std::to_string(st.st_uid);
+    const bool open = ControlListening(pid);
+    if (json) {
+      j.BeginObject().Key("pid").Int(pid).Key("user").String(user);
+      j.Key("control").String(open ? "open" : "-").Key("command").String(comm).EndObject();
+    } else {
+      std::printf("%8d %-12s %-9s %s\n", static_cast<int>(pid), user.c_str(), open ? "open" : "-",
+                  comm);
+    }
   }
   ::closedir(proc);
+  if (json) std::fputs(j.EndArray().text().c_str(), stdout);
   return 0;
 }
 
@@ -297,10 +320,25 @@ int RunSnapshot(int argc, char** argv) {
 int RunStatus(int argc, char** argv) {
   pid_t pid;
   int status = 0;
-  if (!ParsePidOnly("status", argc, argv, 2, &pid, &status)) return status;
+  const bool json = argc > 2 && IsJsonFormat(argc, argv, 2);
+  if (!ParsePidOnly("status", json ? 2 : argc, argv, 2, &pid, &status)) return status;
   const ControlReply reply = SendControl(pid, "status", {});
   if ((status = Report("status", pid, reply)) != 0) return status;
-  for (const auto& [key, value] : reply.fields) std::printf("%s: %s\n", key.c_str(), value.c_str());
+  if (!json) {
+    for (const auto& [key, value] : reply.fields) std::printf("%s: %s\n", key.c_str(), value.c_str());
+    return 0;
+  }
+  // The same keys; values of decimal digits only as numbers, the others as strings.
+  JsonWriter j;
+  j.BeginObject();
+  for (const auto& [key, value] : reply.fields) {
+    j.Key(key);
+    std::uint64_t n = 0;
+    const auto r = std::from_chars(value.data(), value.data() + value.size(), n);
+    if (!value.empty() && r.ec == std::errc() && r.ptr == value.data() + value.size()) j.Uint(n);
+    else j.String(value);
+  }
+  std::fputs(j.EndObject().text().c_str(), stdout);
   return 0;
 }
 

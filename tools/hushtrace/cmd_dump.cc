@@ -16,11 +16,13 @@
 #include <string_view>
 #include <vector>
 
+#include "arg_cursor.h"
 #include "commands.h"
+#include "export/symbolizer.h"
 #include "export/timeline.h"
 #include "filter_expr.h"
 #include "hushtrace/reader.h"
-#include "arg_cursor.h"
+#include "json_writer.h"
 #include "open_trace.h"
 #include "progress.h"
 
@@ -29,21 +31,29 @@ namespace {
 
 constexpr const char kUsage[] =
     "usage: hushtrace dump DIR [-e GLOB]... [--filter EXPR] [--since T] [--until T] [--absolute]\n"
+    "                          [--format text|json]\n"
     "\n"
     "Prints the events of the trace in DIR, one line each, in time order:\n"
     "  [  1.234567890] tid 1234 demo:request worker=0 request_id=7 path=\"/index.html\"\n"
+    "Function events end with func=\"NAME\": the function at addr, named as in report.\n"
     "\n"
     "options:\n"
-    "  -e, --event GLOB  only events whose provider:name matches GLOB (repeatable; * ? [...])\n"
-    "  --filter EXPR     only events for which EXPR holds, e.g. 'status >= 500 && path ~ \"/api*\"'\n"
+    "  -e, --event GLOB  only events whose provider:name matches GLOB (repeatable; * ? [...]);\n"
+    "                    a GLOB matching no event of the trace's metadata is an error\n"
+    "  --filter EXPR     only events for which EXPR holds, e.g. 'status >= 500 && path ~ "
+    "\"/api*\"'\n"
     "                    (== != < <= > >= ~, && || ! ( ); $name $tid $thread; docs/reader.md)\n"
     "  --since T         only events at or after T, relative to the first event of the trace\n"
     "  --until T         only events at or before T (same origin)\n"
     "                    T: a number of seconds, or with a unit: 1.5s 250ms 40us 1200ns\n"
     "  --absolute        print seconds since the epoch instead of since the first event\n"
+    "  --format FMT      text (default) or json: one JSON object per line (JSON Lines) with\n"
+    "                    ts_ns (since the first event), epoch_ns, tid, name, fields and, for\n"
+    "                    function events, func (schema: docs/cli.md)\n"
     "  -h, --help        this help\n"
     "\n"
-    "exit status: 0 ok, 1 unreadable or damaged trace, 2 bad arguments\n";
+    "exit status: 0 ok, 1 unreadable trace, 2 bad arguments, 3 partial: a damaged stream was\n"
+    "read up to the damage (named on stderr), the other streams to their end\n";
 
 constexpr std::size_t kFlushAt = 1 << 20;
 
@@ -145,6 +155,63 @@ void PutField(Output& out, const reader::FieldValue& v) {
   }
 }
 
+// One event as a line of JSON: {"ts_ns":..,"epoch_ns":..,"tid":..,"name":"p:n","fields":{..}}
+// plus "func":"name" for function events. Enums are their label (or number), bytes a hex string,
+// floats that are not finite null.
+void PutJsonEvent(Output& out, const reader::Event& e, std::int64_t rel, std::int64_t ns,
+                  const std::string& func) {
+  JsonWriter j;
+  j.BeginObject().Key("ts_ns").Int(rel).Key("epoch_ns").Int(ns).Key("tid").Uint(e.tid());
+  j.Key("name").String(e.name()).Key("fields").BeginObject();
+  using reader::FieldType;
+  for (std::size_t i = 0; i < e.field_count(); ++i) {
+    const reader::FieldValue v = e.field(i);
+    if (v.info().hidden) continue;
+    j.Key(v.info().name);
+    switch (v.type()) {
+      case FieldType::kSigned:
+        j.Int(v.AsInt64());
+        break;
+      case FieldType::kUnsigned:
+        j.Uint(v.AsUint64());
+        break;
+      case FieldType::kBool:
+        if (v.AsUint64() <= 1)
+          j.Bool(v.AsUint64() == 1);
+        else
+          j.Uint(v.AsUint64());
+        break;
+      case FieldType::kEnum: {
+        const std::string_view label = v.info().LabelFor(v.AsInt64());
+        if (!label.empty())
+          j.String(label);
+        else if (v.info().is_signed)
+          j.Int(v.AsInt64());
+        else
+          j.Uint(v.AsUint64());
+        break;
+      }
+      case FieldType::kFloat:
+        j.Double(v.AsDouble());
+        break;
+      case FieldType::kString:
+        j.String(v.AsString());
+        break;
+      case FieldType::kBytes: {
+        static constexpr char kHex[] = "0123456789abcdef";
+        std::string hex;
+        for (std::uint8_t b : v.AsBytes()) hex += {kHex[b >> 4], kHex[b & 15]};
+        j.String(hex);
+        break;
+      }
+    }
+  }
+  j.EndObject();
+  if (!func.empty()) j.Key("func").String(func);
+  j.EndObject();
+  out.Put(j.text());  // ends with '\n'
+}
+
 // "1.5", "250ms", "40us", "1200ns", "2s" -> ns. False on bad input.
 bool ParseTime(std::string_view s, std::int64_t* ns) {
   std::size_t i = 0;
@@ -187,7 +254,7 @@ int RunDump(int argc, char** argv) {
   std::string dir;
   std::vector<std::string> globs;
   std::int64_t since = INT64_MIN, until = INT64_MAX;
-  bool absolute = false;
+  bool absolute = false, json = false;
   std::unique_ptr<FilterExpr> filter;
   ArgCursor args(argc, argv);
   while (args.Next()) {
@@ -210,6 +277,11 @@ int RunDump(int argc, char** argv) {
       if (filter) return BadArgs("--filter given twice (combine with && instead)");
       filter = FilterExpr::Parse(text, &error);
       if (!filter) return BadArgs(error);
+    } else if (arg == "--format") {
+      std::string f;
+      if (!args.TakeNonEmpty(&f) || (f != "text" && f != "json"))
+        return BadArgs("--format needs text or json");
+      json = f == "json";
     } else if (arg == "--absolute" && !args.has_inline_value()) {
       absolute = true;
     } else if (std::string why; !args.TakeTraceDir(&dir, &why)) {
@@ -228,13 +300,24 @@ int RunDump(int argc, char** argv) {
   const auto& classes = trace->metadata().events;
   std::vector<char> selected(classes.size(), globs.empty() ? 1 : 0);
   for (const std::string& g : globs) {
+    bool any = false;
     for (const reader::EventClass& ec : classes) {
-      if (::fnmatch(g.c_str(), ec.name.c_str(), 0) == 0) selected[ec.index] = 1;
+      if (::fnmatch(g.c_str(), ec.name.c_str(), 0) == 0) selected[ec.index] = 1, any = true;
+    }
+    if (!any) return BadArgs("no event matching '" + g + "' in the trace's metadata");
+  }
+  // Function events get the name of their address (func="calc::fib(int)") after their fields.
+  exporter::Symbolizer symbols(*trace);
+  std::vector<int> func_addr(classes.size(), -1);
+  for (const reader::EventClass& ec : classes) {
+    if (ec.name == "func:entry" || ec.name == "func:exit" || ec.name == "func:call") {
+      func_addr[ec.index] = ec.FieldIndex("addr");
     }
   }
 
   Output out;
   reader::EventIterator it(*trace);
+  it.SkipDamagedStreams();
   Progress progress(*trace, "dump", /*stdout_is_output=*/true);
   exporter::EpochNsConverter clock(*trace);  // Trace::ToEpochNs() without a 128-bit division
   bool first = true, write_ok = true;
@@ -242,6 +325,7 @@ int RunDump(int argc, char** argv) {
   while (write_ok && it.Next()) {
     const reader::Event& e = it.event();
     progress.Tick(e.timestamp());
+    symbols.Observe(e);
     const std::int64_t ns = clock.Convert(e.timestamp());
     if (first) {
       origin = ns;
@@ -251,6 +335,16 @@ int RunDump(int argc, char** argv) {
     if (rel > until) break;
     if (rel < since || !selected[e.event_class().index]) continue;
     if (filter && !filter->Matches(e)) continue;
+    if (json) {
+      PutJsonEvent(
+          out, e, rel, ns,
+          func_addr[e.event_class().index] >= 0
+              ? symbols.Resolve(
+                    e.field(static_cast<std::size_t>(func_addr[e.event_class().index])).AsUint64())
+              : std::string());
+      write_ok = out.MaybeFlush();
+      continue;
+    }
     const std::int64_t shown = absolute ? ns : rel;
     const std::uint64_t mag = shown < 0 ? 0 - static_cast<std::uint64_t>(shown) : static_cast<std::uint64_t>(shown);
     out.Put('[');
@@ -270,6 +364,10 @@ int RunDump(int argc, char** argv) {
       out.Put('=');
       PutField(out, v);
     }
+    if (const int a = func_addr[e.event_class().index]; a >= 0) {
+      out.Put(" func=");
+      out.Quoted(symbols.Resolve(e.field(static_cast<std::size_t>(a)).AsUint64()));
+    }
     out.Put('\n');
     write_ok = out.MaybeFlush();
   }
@@ -279,15 +377,13 @@ int RunDump(int argc, char** argv) {
     std::fprintf(stderr, "hushtrace dump: warning: %s\n", line.c_str());
   }
   for (const std::string& w : trace->warnings()) std::fprintf(stderr, "hushtrace dump: warning: %s\n", w.c_str());
-  if (!it.error().empty()) {
-    std::fprintf(stderr, "hushtrace dump: %s\n", it.error().c_str());
-    return 1;
-  }
+  for (const std::string& w : symbols.warnings())
+    std::fprintf(stderr, "hushtrace dump: warning: %s\n", w.c_str());
   if (!write_ok) {
     std::fprintf(stderr, "hushtrace dump: writing the output failed: %s\n", std::strerror(errno));
     return 1;
   }
-  return 0;
+  return ReportSkippedStreams(it, "hushtrace dump");
 }
 
 }  // namespace hush::cli

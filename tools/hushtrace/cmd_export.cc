@@ -5,13 +5,14 @@
 #include <memory>
 #include <string>
 
+#include "arg_cursor.h"
 #include "commands.h"
 #include "export/chrome_json_writer.h"
+#include "export/folded_writer.h"
 #include "export/perfetto_writer.h"
-#include "export/symbol_resolver.h"
+#include "export/symbolizer.h"
 #include "export/timeline.h"
 #include "hushtrace/reader.h"
-#include "arg_cursor.h"
 #include "open_trace.h"
 #include "progress.h"
 
@@ -19,21 +20,25 @@ namespace hush::cli {
 namespace {
 
 constexpr const char kUsage[] =
-    "usage: hushtrace export DIR --format perfetto|chrome -o FILE\n"
+    "usage: hushtrace export DIR --format perfetto|chrome|folded -o FILE\n"
     "\n"
     "Converts the trace in DIR for a timeline viewer, streaming (memory does not grow with the\n"
     "trace):\n"
     "  perfetto  Perfetto protobuf trace: open FILE in https://ui.perfetto.dev (Open trace file)\n"
     "  chrome    Chrome Trace Event JSON: Perfetto UI, chrome://tracing, speedscope...\n"
+    "  folded    folded stacks of spans and function calls with their self time in ns, for\n"
+    "            flamegraph.pl, inferno, speedscope (one 'outer;inner;innermost NS' a line)\n"
     "Spans and function calls become slices on their thread, instants and other events instants\n"
     "(fields as arguments), counters counter tracks, scheduler events \"running\" slices.\n"
+    "Functions are named as in report: demangled symbols, else module+offset.\n"
     "\n"
     "options:\n"
-    "  -f, --format FMT  perfetto or chrome\n"
+    "  -f, --format FMT  perfetto, chrome or folded\n"
     "  -o, --output FILE the file to write ('-': standard output)\n"
     "  -h, --help        this help\n"
     "\n"
-    "exit status: 0 ok, 1 unreadable or damaged trace or write error, 2 bad arguments\n";
+    "exit status: 0 ok, 1 unreadable trace or write error, 2 bad arguments, 3 partial: a damaged\n"
+    "stream was exported up to the damage (named on stderr), the other streams to their end\n";
 
 int BadArgs(const std::string& message) {
   std::fprintf(stderr, "hushtrace export: %s\n(try 'hushtrace export --help')\n", message.c_str());
@@ -51,9 +56,9 @@ int RunExport(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     } else if (arg == "-f" || arg == "--format") {
-      if (!args.TakeNonEmpty(&format)) return BadArgs(arg + " needs perfetto or chrome");
-      if (format != "perfetto" && format != "chrome") {
-        return BadArgs("unknown format '" + format + "' (perfetto or chrome)");
+      if (!args.TakeNonEmpty(&format)) return BadArgs(arg + " needs perfetto, chrome or folded");
+      if (format != "perfetto" && format != "chrome" && format != "folded") {
+        return BadArgs("unknown format '" + format + "' (perfetto, chrome or folded)");
       }
     } else if (arg == "-o" || arg == "--output") {
       if (!args.TakeNonEmpty(&output)) return BadArgs(arg + " needs a FILE");
@@ -62,7 +67,7 @@ int RunExport(int argc, char** argv) {
     }
   }
   if (dir.empty()) return BadArgs("missing the trace directory DIR");
-  if (format.empty()) return BadArgs("missing --format perfetto|chrome");
+  if (format.empty()) return BadArgs("missing --format perfetto|chrome|folded");
   if (output.empty()) return BadArgs("missing -o FILE");
 
   std::string error;
@@ -81,16 +86,20 @@ int RunExport(int argc, char** argv) {
   std::unique_ptr<exporter::TimelineSink> sink;
   if (format == "perfetto") {
     sink = std::make_unique<exporter::PerfettoWriter>(file);
+  } else if (format == "folded") {
+    sink = std::make_unique<exporter::FoldedWriter>(file);
   } else {
     sink = std::make_unique<exporter::ChromeJsonWriter>(file);
   }
-  const exporter::HexAddressResolver resolver;
-  exporter::TimelineBuilder builder(*trace, *sink, resolver);
+  exporter::Symbolizer symbols(*trace);
+  exporter::TimelineBuilder builder(*trace, *sink, symbols);
   builder.Start();
   reader::EventIterator it(*trace);
+  it.SkipDamagedStreams();
   Progress progress(*trace, "export");
   while (it.Next()) {
     progress.Tick(it.event().timestamp());
+    symbols.Observe(it.event());
     builder.Add(it.event());
   }
   progress.Done();
@@ -101,6 +110,8 @@ int RunExport(int argc, char** argv) {
     write_ok = std::fflush(stdout) == 0 && write_ok;
   for (const std::string& w : trace->warnings())
     std::fprintf(stderr, "hushtrace export: warning: %s\n", w.c_str());
+  for (const std::string& w : symbols.warnings())
+    std::fprintf(stderr, "hushtrace export: warning: %s\n", w.c_str());
   const exporter::TimelineStats& st = builder.stats();
   if (st.unmatched_ends != 0 || st.closed_at_end != 0) {
     std::fprintf(stderr,
@@ -110,17 +121,12 @@ int RunExport(int argc, char** argv) {
                  static_cast<unsigned long long>(st.unmatched_ends),
                  static_cast<unsigned long long>(st.closed_at_end));
   }
-  if (!it.error().empty()) {
-    std::fprintf(stderr, "hushtrace export: %s (the events before it were exported)\n",
-                 it.error().c_str());
-    return 1;
-  }
   if (!write_ok) {
     std::fprintf(stderr, "hushtrace export: writing %s failed: %s\n", output.c_str(),
                  std::strerror(errno));
     return 1;
   }
-  return 0;
+  return ReportSkippedStreams(it, "hushtrace export");
 }
 
 }  // namespace hush::cli

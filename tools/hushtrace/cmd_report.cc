@@ -11,9 +11,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "arg_cursor.h"
 #include "commands.h"
 #include "func_profile.h"
 #include "hushtrace/reader.h"
+#include "json_writer.h"
 #include "open_trace.h"
 #include "progress.h"
 
@@ -21,15 +23,30 @@ namespace hush::cli {
 namespace {
 
 constexpr const char kUsage[] =
-    "usage: hushtrace report DIR\n"
+    "usage: hushtrace report DIR [--format text|json] [--callers NAME] [--callees NAME]\n"
     "\n"
     "Summarizes the trace in DIR: duration, events and bytes, events per name and per thread,\n"
     "lost events (lines starting with WARNING:), spans by total and self time, traced functions\n"
     "(calls, total, self, avg, max; names resolved from the modules' symbol tables), counters.\n"
+    "Function times are uftrace's: total counts the outermost frames of a recursive function\n"
+    "only, self excludes the direct callees, calls counts every call.\n"
     "\n"
-    "exit status: 0 ok, 1 unreadable or damaged trace, 2 bad arguments\n";
+    "options:\n"
+    "  --format FMT    text (default) or json: every row of every section, times in ns\n"
+    "                  (schema: docs/cli.md)\n"
+    "  --callers NAME  instead of the summary: the functions that called NAME directly\n"
+    "  --callees NAME  instead of the summary: the functions NAME called directly\n"
+    "                  (NAME: a glob on the demangled name, with or without its parameters;\n"
+    "                  calls and time are those of the callee's frames under that caller)\n"
+    "  -h, --help      this help\n"
+    "\n"
+    "exit status: 0 ok, 1 unreadable trace, 2 bad arguments, 3 partial: a damaged stream was\n"
+    "analysed up to the damage (WARNING line), the other streams to their end\n";
 
 constexpr std::size_t kMaxRows = 20;
+// After the damage of a stream (EventIterator::skipped()), in its WARNING line.
+constexpr const char kSkipped[] =
+    ": the rest of this stream was skipped; the other streams were analysed";
 
 struct ClassStats {
   std::uint64_t count = 0;
@@ -108,6 +125,11 @@ std::string WallClock(std::int64_t ns) {
   return out;
 }
 
+int BadArgs(const std::string& message) {
+  std::fprintf(stderr, "hushtrace report: %s\n(try 'hushtrace report --help')\n", message.c_str());
+  return 2;
+}
+
 void CloseSpan(ThreadStats& t, std::size_t depth, std::uint64_t ts, std::vector<ClassStats>& stats) {
   const OpenSpan s = t.stack[depth];
   t.stack.resize(depth);  // spans opened above it and never closed are dropped
@@ -120,25 +142,54 @@ void CloseSpan(ThreadStats& t, std::size_t depth, std::uint64_t ts, std::vector<
   if (!t.stack.empty()) t.stack.back().children += d;
 }
 
+// `report --callers/--callees`: only those tables. NAME matching no traced function is an error
+// (exit 2), as an unknown event is for `hist`.
+int PrintCallGraph(const reader::Trace& trace, const FunctionProfile& functions,
+                   const std::string& callers, const std::string& callees,
+                   const reader::EventIterator& it) {
+  for (const std::string* name : {&callers, &callees}) {
+    if (!name->empty() && !functions.Matches(*name)) {
+      return BadArgs("no traced function in " + trace.dir() + " matches '" + *name + "'");
+    }
+  }
+  std::printf("hushtrace report: %s\n", trace.dir().c_str());
+  if (!callers.empty()) functions.PrintEdges(trace, callers, /*callers=*/true, kMaxRows);
+  if (!callees.empty()) functions.PrintEdges(trace, callees, /*callers=*/false, kMaxRows);
+  std::fflush(stdout);
+  for (const std::string& damage : it.skipped())
+    std::printf("WARNING: %s%s\n", damage.c_str(), kSkipped);
+  std::fflush(stdout);
+  return ReportSkippedStreams(it, "hushtrace report");
+}
+
 }  // namespace
 
 int RunReport(int argc, char** argv) {
-  std::string dir;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
+  std::string dir, callers, callees;
+  bool json = false;
+  ArgCursor args(argc, argv);
+  while (args.Next()) {
+    const std::string& arg = args.arg();
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
       return 0;
+    } else if (arg == "--callers" || arg == "--callees") {
+      if (!args.TakeNonEmpty(arg == "--callers" ? &callers : &callees)) {
+        return BadArgs(arg + " needs a function NAME");
+      }
+    } else if (arg == "--format") {
+      std::string format;
+      if (!args.TakeNonEmpty(&format) || (format != "text" && format != "json")) {
+        return BadArgs("--format needs text or json");
+      }
+      json = format == "json";
+    } else if (std::string why; !args.TakeTraceDir(&dir, &why)) {
+      return BadArgs(why);
     }
-    if ((arg.size() > 1 && arg[0] == '-') || !dir.empty()) {
-      std::fprintf(stderr, "hushtrace report: unexpected argument '%s'\n%s", arg.c_str(), kUsage);
-      return 2;
-    }
-    dir = arg;
   }
-  if (dir.empty()) {
-    std::fprintf(stderr, "hushtrace report: missing the trace directory DIR\n%s", kUsage);
-    return 2;
+  if (dir.empty()) return BadArgs("missing the trace directory DIR");
+  if (json && (!callers.empty() || !callees.empty())) {
+    return BadArgs("--format json goes with the summary, not --callers/--callees");
   }
   std::string error;
   auto trace = OpenTraceRecovering(dir, "hushtrace report", &error);
@@ -165,6 +216,7 @@ int RunReport(int argc, char** argv) {
   std::uint64_t total = 0, first_ts = 0, last_ts = 0, unmatched = 0;
   FunctionProfile functions(*trace);
   reader::EventIterator it(*trace);
+  it.SkipDamagedStreams();
   Progress progress(*trace, "report");
   while (it.Next()) {
     const reader::Event& e = it.event();
@@ -200,10 +252,124 @@ int RunReport(int argc, char** argv) {
   progress.Done();
   std::uint64_t unclosed = 0;
   for (auto& [tid, t] : threads) unclosed += t.stack.size();
+  if (!callers.empty() || !callees.empty())
+    return PrintCallGraph(*trace, functions, callers, callees, it);
 
-  // Header.
   const std::int64_t duration = trace->ToEpochNs(last_ts) - trace->ToEpochNs(first_ts);
   const reader::Metadata& md = trace->metadata();
+  // Overwritten events are what flight mode is for: the window kept, not a loss. Losses are
+  // discarded events, missing packets and truncated streams, each with a warning.
+  std::uint64_t discarded = 0, overwritten = 0, missing_packets = 0, truncated = 0;
+  for (const reader::StreamInfo& s : trace->streams()) {
+    discarded += s.DiscardedOnly();
+    overwritten += s.events_overwritten;
+    missing_packets += s.lost_packets;
+    truncated += s.truncated ? 1 : 0;
+  }
+  std::vector<std::string> warnings = LossWarnings(*trace);  // the same lines as dump's
+  for (const std::string& w : trace->warnings()) warnings.push_back(w);
+  for (const std::string& damage : it.skipped()) warnings.push_back(damage + kSkipped);
+  if (json) {
+    const std::vector<FunctionProfile::Row> func_rows = functions.Rows();  // resolves: warnings
+    JsonWriter j;
+    j.BeginObject();
+    j.Key("trace").String(trace->dir());
+    j.Key("process").BeginObject();
+    j.Key("name").String(trace->procname()).Key("pid").Uint(trace->pid());
+    j.Key("hostname").String(trace->hostname()).EndObject();
+    j.Key("mode").String(md.Env("hushtrace_mode"));
+    j.Key("clock").BeginObject().Key("source").String(md.Env("hushtrace_clock_source"));
+    j.Key("freq_hz").Uint(md.clock.freq).EndObject();
+    if (total > 0)
+      j.Key("start_epoch_ns").Int(trace->ToEpochNs(first_ts));
+    else
+      j.Key("start_epoch_ns").Null();
+    j.Key("duration_ns").Int(duration);
+    j.Key("events").Uint(total).Key("packets").Uint(trace->packets());
+    j.Key("streams")
+        .Uint(trace->streams().size())
+        .Key("bytes_on_disk")
+        .Uint(trace->bytes_on_disk());
+    j.Key("lost").BeginObject().Key("events_discarded").Uint(discarded);
+    j.Key("packets_missing")
+        .Uint(missing_packets)
+        .Key("streams_cut_short")
+        .Uint(truncated)
+        .EndObject();
+    j.Key("overwritten").Uint(overwritten);
+    j.Key("warnings").BeginArray();
+    for (const std::string& w : warnings) j.String(w);
+    for (const std::string& w : functions.warnings()) j.String(w);
+    j.EndArray();
+    std::vector<std::size_t> order;
+    for (std::size_t i = 0; i < classes.size(); ++i) order.push_back(i);
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return stats[a].count != stats[b].count ? stats[a].count > stats[b].count : a < b;
+    });
+    j.Key("event_counts").BeginArray();
+    for (std::size_t c : order) {
+      if (stats[c].count == 0) continue;
+      j.BeginObject()
+          .Key("name")
+          .String(classes[c].name)
+          .Key("count")
+          .Uint(stats[c].count)
+          .EndObject();
+    }
+    j.EndArray();
+    std::vector<const ThreadStats*> ts;
+    for (const auto& [tid, t] : threads) ts.push_back(&t);
+    std::sort(ts.begin(), ts.end(), [](const ThreadStats* a, const ThreadStats* b) {
+      return a->events != b->events ? a->events > b->events : a->tid < b->tid;
+    });
+    j.Key("threads").BeginArray();
+    for (const ThreadStats* t : ts) {
+      j.BeginObject().Key("tid").Uint(t->tid).Key("name").String(t->name);
+      j.Key("events").Uint(t->events).EndObject();
+    }
+    j.EndArray();
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return stats[a].total != stats[b].total ? stats[a].total > stats[b].total : a < b;
+    });
+    j.Key("spans").BeginArray();
+    for (std::size_t c : order) {
+      const ClassStats& st = stats[c];
+      if (st.spans == 0) continue;
+      j.BeginObject().Key("name").String(classes[c].name).Key("count").Uint(st.spans);
+      j.Key("total_ns")
+          .Int(trace->CyclesToNs(st.total))
+          .Key("self_ns")
+          .Int(trace->CyclesToNs(st.self));
+      j.Key("max_ns").Int(trace->CyclesToNs(st.max)).EndObject();
+    }
+    j.EndArray();
+    j.Key("functions").BeginArray();
+    for (const FunctionProfile::Row& r : func_rows) {
+      j.BeginObject().Key("name").String(r.name).Key("calls").Uint(r.calls);
+      j.Key("total_ns")
+          .Int(trace->CyclesToNs(r.total))
+          .Key("self_ns")
+          .Int(trace->CyclesToNs(r.self));
+      j.Key("max_ns").Int(trace->CyclesToNs(r.max)).EndObject();
+    }
+    j.EndArray();
+    j.Key("counters").BeginArray();
+    for (std::size_t c = 0; c < classes.size(); ++c) {
+      const ClassStats& st = stats[c];
+      if (st.samples == 0) continue;
+      j.BeginObject().Key("name").String(classes[c].name).Key("count").Uint(st.samples);
+      j.Key("min").Double(st.min).Key("avg").Double(st.sum / static_cast<double>(st.samples));
+      j.Key("max").Double(st.max_value).EndObject();
+    }
+    j.EndArray();
+    j.Key("complete").Bool(warnings.empty());
+    j.EndObject();
+    std::fputs(j.text().c_str(), stdout);
+    std::fflush(stdout);
+    return ReportSkippedStreams(it, "hushtrace report");
+  }
+
+  // Header.
   std::printf("hushtrace report: %s\n", trace->dir().c_str());
   const double freq = static_cast<double>(md.clock.freq);
   std::printf("  process    %s (pid %u) on %s, %s mode, %s clock at %s\n",
@@ -218,10 +384,23 @@ int RunReport(int argc, char** argv) {
               duration > 0 ? Rate(static_cast<double>(total) * 1e9 / static_cast<double>(duration)).c_str() : "-",
               static_cast<unsigned long long>(trace->packets()), trace->streams().size(),
               trace->streams().size() == 1 ? "" : "s", Bytes(trace->bytes_on_disk()).c_str());
-  const std::uint64_t lost = trace->events_discarded();
-  std::printf("  lost       %s\n", lost == 0 ? "none" : (std::to_string(lost) + " events").c_str());
-  for (const std::string& line : LossWarnings(*trace)) std::printf("WARNING: %s\n", line.c_str());
-  for (const std::string& w : trace->warnings()) std::printf("WARNING: %s\n", w.c_str());
+  std::string lost;
+  auto add_lost = [&lost](std::uint64_t n, const char* what) {
+    if (n == 0) return;
+    lost += (lost.empty() ? "" : ", ") + std::to_string(n) + what;
+  };
+  add_lost(discarded, discarded == 1 ? " event discarded" : " events discarded");
+  add_lost(missing_packets, missing_packets == 1 ? " packet missing" : " packets missing");
+  add_lost(truncated, truncated == 1 ? " stream cut short" : " streams cut short");
+  std::printf("  lost       %s\n",
+              lost.empty() ? "none" : (lost + " (WARNING lines below)").c_str());
+  if (overwritten != 0 && total > 0) {
+    std::printf("  window     flight mode kept %s to %s (%s); %llu older events overwritten\n",
+                WallClock(trace->ToEpochNs(first_ts)).c_str(),
+                WallClock(trace->ToEpochNs(last_ts)).c_str(), Duration(duration).c_str(),
+                static_cast<unsigned long long>(overwritten));
+  }
+  for (const std::string& w : warnings) std::printf("WARNING: %s\n", w.c_str());
 
   std::size_t width = 24;
   for (const reader::EventClass& ec : classes) width = std::max(width, std::min<std::size_t>(ec.name.size() + 2, 48));
@@ -300,12 +479,7 @@ int RunReport(int argc, char** argv) {
     }
   }
   std::fflush(stdout);
-  if (!it.error().empty()) {
-    std::fprintf(stderr, "hushtrace report: %s\n", it.error().c_str());
-    std::printf("WARNING: the trace is damaged; the summary above stops at: %s\n", it.error().c_str());
-    return 1;
-  }
-  return 0;
+  return ReportSkippedStreams(it, "hushtrace report");
 }
 
 }  // namespace hush::cli

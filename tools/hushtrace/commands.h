@@ -1,5 +1,6 @@
 // Subcommands of the hushtrace CLI. Each returns the process exit status:
-// 0 success, 1 failure of the operation, 2 bad arguments (with a message on stderr).
+// 0 success, 1 failure of the operation, 2 bad arguments (with a message on stderr), and for the
+// commands that read traces 3, partial: a damaged stream was skipped (open_trace.h, kExitPartial).
 // `record` returns the traced program's exit status.
 #ifndef HUSHTRACE_TOOLS_HUSHTRACE_COMMANDS_H_
 #define HUSHTRACE_TOOLS_HUSHTRACE_COMMANDS_H_

@@ -18,8 +18,8 @@ constexpr Command kCommands[] = {
     {"report", hush::cli::RunReport, "summarize a trace: events, threads, spans, losses"},
     {"dump", hush::cli::RunDump, "print a trace's events in time order"},
     {"recover", hush::cli::RunRecover, "make a trace whose writer died readable again"},
-    {"export", hush::cli::RunExport, "convert a trace for Perfetto or Chrome (timeline viewers)"},
-    {"hist", hush::cli::RunHist, "histogram of span durations or of a numeric field"},
+    {"export", hush::cli::RunExport, "convert a trace for Perfetto, Chrome or flame graphs"},
+    {"hist", hush::cli::RunHist, "histogram of span, function call durations or a numeric field"},
     {"ps", hush::cli::RunPs, "list running processes that have the hushtrace runtime loaded"},
     {"start", hush::cli::RunStart, "start tracing in a running process"},
     {"stop", hush::cli::RunStop, "stop tracing in a running process, write its trace"},
@@ -30,7 +30,9 @@ constexpr Command kCommands[] = {
 void Usage(FILE* out) {
   std::fprintf(out, "usage: hushtrace <command> [options]\n\ncommands:\n");
   for (const Command& c : kCommands) std::fprintf(out, "  %-8s %s\n", c.name, c.summary);
-  std::fprintf(out, "\n'hushtrace <command> --help' describes a command.\n");
+  std::fprintf(out,
+               "\n'hushtrace <command> --help' describes a command; "
+               "'hushtrace -V' (--version) prints the version.\n");
 }
 
 }  // namespace
@@ -45,7 +47,7 @@ int main(int argc, char** argv) {
     Usage(stdout);
     return 0;
   }
-  if (std::strcmp(name, "--version") == 0) {
+  if (std::strcmp(name, "--version") == 0 || std::strcmp(name, "-V") == 0) {
     std::printf("hushtrace 0.1.0\n");
     return 0;
   }

@@ -43,11 +43,9 @@ std::unique_ptr<reader::Trace> OpenTraceRecovering(const std::string& dir, const
 std::vector<std::string> LossWarnings(const reader::Trace& trace) {
   std::vector<std::string> lines;
   for (const reader::StreamInfo& s : trace.streams()) {
-    if (s.events_discarded != 0) {
-      lines.push_back(s.path + ": " + std::to_string(s.events_discarded) +
-                      " events lost: " + std::to_string(s.DiscardedOnly()) +
-                      " discarded (ring full, nested or oversized, " + "or not written), " +
-                      std::to_string(s.events_overwritten) + " overwritten (flight mode)");
+    if (s.DiscardedOnly() != 0) {
+      lines.push_back(s.path + ": " + std::to_string(s.DiscardedOnly()) +
+                      " events lost (ring full, nested or oversized, or not written)");
     }
     if (s.lost_packets != 0) {
       lines.push_back(s.path + ": " + std::to_string(s.lost_packets) +
@@ -55,6 +53,15 @@ std::vector<std::string> LossWarnings(const reader::Trace& trace) {
     }
   }
   return lines;
+}
+
+int ReportSkippedStreams(const reader::EventIterator& it, const char* command) {
+  for (const std::string& damage : it.skipped()) {
+    std::fprintf(stderr,
+                 "%s: %s: the rest of this stream was skipped; the other streams were read\n",
+                 command, damage.c_str());
+  }
+  return it.skipped().empty() ? 0 : kExitPartial;
 }
 
 }  // namespace hush::cli
