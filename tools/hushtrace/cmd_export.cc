@@ -12,6 +12,7 @@
 #include "export/timeline.h"
 #include "hushtrace/reader.h"
 #include "arg_cursor.h"
+#include "export_sqlite.h"
 #include "open_trace.h"
 #include "progress.h"
 
@@ -19,12 +20,13 @@ namespace hush::cli {
 namespace {
 
 constexpr const char kUsage[] =
-    "usage: hushtrace export DIR --format perfetto|chrome -o FILE\n"
+    "usage: hushtrace export DIR --format perfetto|chrome|sqlite -o FILE\n"
     "\n"
     "Converts the trace in DIR for a timeline viewer, streaming (memory does not grow with the\n"
     "trace):\n"
     "  perfetto  Perfetto protobuf trace: open FILE in https://ui.perfetto.dev (Open trace file)\n"
     "  chrome    Chrome Trace Event JSON: Perfetto UI, chrome://tracing, speedscope...\n"
+    "  sqlite    SQLite database of the tables of docs/sql.md (FILE is replaced): sqlite3 FILE\n"
     "Spans and function calls become slices on their thread, instants and other events instants\n"
     "(fields as arguments), counters counter tracks, scheduler events \"running\" slices.\n"
     "\n"
@@ -52,8 +54,8 @@ int RunExport(int argc, char** argv) {
       return 0;
     } else if (arg == "-f" || arg == "--format") {
       if (!args.TakeNonEmpty(&format)) return BadArgs(arg + " needs perfetto or chrome");
-      if (format != "perfetto" && format != "chrome") {
-        return BadArgs("unknown format '" + format + "' (perfetto or chrome)");
+      if (format != "perfetto" && format != "chrome" && format != "sqlite") {
+        return BadArgs("unknown format '" + format + "' (perfetto, chrome or sqlite)");
       }
     } else if (arg == "-o" || arg == "--output") {
       if (!args.TakeNonEmpty(&output)) return BadArgs(arg + " needs a FILE");
@@ -64,6 +66,7 @@ int RunExport(int argc, char** argv) {
   if (dir.empty()) return BadArgs("missing the trace directory DIR");
   if (format.empty()) return BadArgs("missing --format perfetto|chrome");
   if (output.empty()) return BadArgs("missing -o FILE");
+  if (format == "sqlite" && output == "-") return BadArgs("sqlite needs a FILE, not '-'");
 
   std::string error;
   std::unique_ptr<reader::Trace> trace = OpenTraceRecovering(dir, "hushtrace export", &error);
@@ -71,6 +74,7 @@ int RunExport(int argc, char** argv) {
     std::fprintf(stderr, "hushtrace export: %s\n", error.c_str());
     return 1;
   }
+  if (format == "sqlite") return ExportSqlite(*trace, output);  // export_sqlite.cc
   const bool to_stdout = output == "-";
   std::FILE* file = to_stdout ? stdout : std::fopen(output.c_str(), "wb");
   if (file == nullptr) {
