@@ -180,6 +180,7 @@ bool ClickHouseClient::Post(const std::string& url, const void* body, std::size_
   const CURLcode rc = curl_easy_perform(curl);
   curl_slist_free_all(headers);
   bytes_sent_ += size;
+  retryable_ = true;
   if (rc != CURLE_OK) {
     *error = url_.base + ": " + curl_easy_strerror(rc);
     return false;
@@ -187,6 +188,7 @@ bool ClickHouseClient::Post(const std::string& url, const void* body, std::size_
   long status = 0;
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
   if (status != 200) {
+    retryable_ = status == 502 || status == 503 || status == 504;
     std::string message = *result;
     while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
     *error = url_.base + ": HTTP " + std::to_string(status) + ": " + message;

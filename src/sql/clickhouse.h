@@ -90,6 +90,9 @@ class ClickHouseClient {
   bool Query(const std::string& sql, std::string* result, std::string* error);
   // INSERT INTO database.table FORMAT RowBinary with `rows` as the gzip-compressed body.
   bool Insert(TableId table, std::span<const std::uint8_t> rows, std::string* error);
+  // Whether the last failure may pass on retry: a transport error (no answer, connection
+  // refused, timeout) or HTTP 502/503/504; not an error the server answered (a bad query).
+  bool retryable() const { return retryable_; }
   const ClickHouseUrl& url() const { return url_; }
   std::uint64_t bytes_sent() const { return bytes_sent_; }  // request bodies, as on the wire
 
@@ -102,6 +105,7 @@ class ClickHouseClient {
   void* curl_;  // CURL*
   std::string gz_;
   std::uint64_t bytes_sent_ = 0;
+  bool retryable_ = false;
 };
 
 }  // namespace hush::sql

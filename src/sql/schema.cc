@@ -46,14 +46,14 @@ constexpr Column kLosses[] = {
 };
 
 constexpr std::array<TableDef, kTableCount> kTables = {{
-    {TableId::kProcesses, "processes", kProcesses, "host, trace_id", ""},
-    {TableId::kThreads, "threads", kThreads, "host, trace_id, tid", ""},
+    {TableId::kProcesses, "processes", kProcesses, "host", ""},
+    {TableId::kThreads, "threads", kThreads, "host, pid, tid", ""},
     {TableId::kEvents, "events", kEvents, "host, pid, tid, ts_ns",
      "events_by_thread(tid, ts_ns)"},
     {TableId::kSpans, "spans", kSpans, "name, host, ts_ns", "spans_by_name(name)"},
     {TableId::kCounters, "counters", kCounters, "name, host, ts_ns", ""},
     {TableId::kSchedSlices, "sched_slices", kSchedSlices, "host, pid, tid, ts_ns", ""},
-    {TableId::kLosses, "losses", kLosses, "host, trace_id, stream", ""},
+    {TableId::kLosses, "losses", kLosses, "host, pid, stream", ""},
 }};
 
 }  // namespace

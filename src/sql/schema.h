@@ -56,7 +56,8 @@ struct TableDef {
   TableId id;
   const char* name;
   std::span<const Column> columns;
-  // ClickHouse sorting key (ORDER BY), chosen for the queries of docs/sql.md.
+  // ClickHouse sorting key (ORDER BY), chosen for the queries of docs/sql.md; ", trace_id, seq"
+  // follows it (clickhouse.h), so it must not name trace_id itself.
   const char* clickhouse_order;
   // SQLite indexes created after the rows are in ("" none): "name(col, col)" each, ';'-separated.
   const char* sqlite_indexes;

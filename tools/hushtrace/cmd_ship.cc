@@ -27,6 +27,7 @@
 
 #include "arg_cursor.h"
 #include "commands.h"
+#include "export/text_escape.h"
 #include "hushtrace/reader.h"
 #include "open_trace.h"
 #include "sql/clickhouse.h"
@@ -103,6 +104,7 @@ class Shipper {
     }
     tables_ready_ = true;
     trace_id_ = sql::TraceId(*trace);
+    host_ = exporter::ToValidUtf8(options_.host.empty() ? trace->hostname() : options_.host);
     if (!Retry([&](std::string* e) { return LoadPresent(e); }, &error)) {
       std::fprintf(stderr, "hushtrace ship: %s: %s\n", dir.c_str(), error.c_str());
       return false;
@@ -145,7 +147,7 @@ class Shipper {
     auto backoff = std::chrono::milliseconds(100);
     for (std::uint64_t i = 0;; ++i) {
       if (attempt(error)) return true;
-      if (i + 1 >= options_.retries) return false;
+      if (i + 1 >= options_.retries || !client_.retryable()) return false;
       std::fprintf(stderr, "hushtrace ship: %s; retrying in %lld ms\n", error->c_str(),
                    static_cast<long long>(backoff.count()));
       std::this_thread::sleep_for(backoff);
@@ -163,7 +165,11 @@ class Shipper {
     return true;
   }
 
-  std::string Where() const { return " WHERE trace_id = " + sql::ClickHouseQuote(trace_id_); }
+  // The rows of this trace from this host (two hosts shipping copies of one trace stay apart).
+  std::string Where() const {
+    return " WHERE trace_id = " + sql::ClickHouseQuote(trace_id_) +
+           " AND host = " + sql::ClickHouseQuote(host_);
+  }
 
   // The chunks of this trace on the server: (table, chunk number) -> rows.
   bool LoadPresent(std::string* error) {
@@ -240,7 +246,7 @@ class Shipper {
   Options options_;
   sql::ClickHouseClient client_;
   bool tables_ready_ = false;
-  std::string trace_id_;
+  std::string trace_id_, host_;
   std::map<std::pair<sql::TableId, std::uint64_t>, std::uint64_t> present_;
   std::uint64_t sent_ = 0, skipped_ = 0;
   std::uint64_t paced_rows_ = 0;
