@@ -494,10 +494,11 @@ void ClickHouseServer::Kill() {
   pid_ = -1;
 }
 
-std::string ClickHouseServer::Query(const std::string& sql) const {
+std::string ClickHouseServer::Query(const std::string& sql, const std::string& database) const {
   ClickHouseUrl url;
   std::string error, result;
   ParseClickHouseUrl(this->url(), &url, &error);
+  url.base += "?database=" + database;
   ClickHouseClient client(url, 60);
   if (!client.Query(sql, &result, &error)) {
     ADD_FAILURE() << "query failed: " << sql << "\n" << error;

@@ -63,8 +63,9 @@ class ClickHouseServer {
   void Kill();  // SIGKILL, reaped
   // http://127.0.0.1:PORT/
   std::string url() const;
-  // Runs a query (TabSeparated result), "" + ADD_FAILURE on error.
-  std::string Query(const std::string& sql) const;
+  // Runs a query (TabSeparated result) with `database` as the default one; "" + ADD_FAILURE on
+  // error.
+  std::string Query(const std::string& sql, const std::string& database = "default") const;
   // Extra <yandex> config (e.g. <remote_servers>); before Start().
   void set_extra_config(const std::string& xml) { extra_ = xml; }
   int http_port() const { return http_port_; }
