@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -303,6 +304,57 @@ TEST_F(ClickHouseShip, AgentSizeBoundDropsTheOldestAndSaysSo) {
   EXPECT_EQ(Q("SELECT count() FROM processes", "fleet5"), std::vector<std::string>{"1"});
 }
 
+// Two servers, the two shards of the cluster "fleet"; two agents with different host names,
+// each shipping into its own server at the same time: the Distributed tables of either server
+// see both hosts.
+TEST_F(ClickHouseShip, TwoShardClusterFleetQuerySeesBothHosts) {
+  ClickHouseServer second;
+  const std::string cluster = [&] {
+    std::string xml = " <remote_servers><fleet>\n";
+    for (const int port : {server_->tcp_port(), second.tcp_port()})
+      xml += "  <shard><replica><host>127.0.0.1</host><port>" + std::to_string(port) +
+             "</port></replica></shard>\n";
+    return xml + " </fleet></remote_servers>\n";
+  }();
+  second.set_extra_config(cluster);
+  std::string error;
+  ASSERT_TRUE(second.Start(&error)) << error;
+  server_->Kill();  // the suite's server, restarted with the cluster in its config
+  server_->set_extra_config(cluster);
+  ASSERT_TRUE(server_->Start(&error)) << error;
+
+  std::vector<std::unique_ptr<Child>> agents;
+  const std::vector<std::pair<std::string, std::string>> hosts = {
+      {"east", server_->url() + "fleet6"}, {"west", second.url() + "fleet6"}};
+  for (const auto& [host, url] : hosts) {
+    const std::string watch = tmp_ + "/" + host;
+    ::mkdir(watch.c_str(), 0700);
+    reader::test::CopyTree(Recorded().dir, watch + "/t");
+    agents.push_back(std::make_unique<Child>(
+        std::vector<std::string>{reader::test::HushtraceBinary(), "ship", "--watch", watch,
+                                 "--to", url, "--host", host, "--cluster", "fleet", "--once"},
+        tmp_ + "/" + host + ".log"));
+  }
+  for (std::size_t i = 0; i < agents.size(); ++i)
+    EXPECT_EQ(agents[i]->Wait(), 0) << reader::test::ReadFile(tmp_ + "/" + hosts[i].first + ".log");
+  const std::string events = Q("SELECT count() FROM events", "fleet6")[0];
+  const std::vector<std::string> expected = {"east|1|" + events, "west|1|" + events};
+  // Each server holds its own host; the fleet query over the Distributed tables sees both.
+  EXPECT_EQ(Lines(second.Query("SELECT host FROM processes", "fleet6")),
+            std::vector<std::string>{"west"});
+  for (const ClickHouseServer* s : {static_cast<const ClickHouseServer*>(server_),
+                                    static_cast<const ClickHouseServer*>(&second)})
+    EXPECT_EQ(Lines(s->Query("SELECT host, uniqExact(trace_id), count() FROM events_all "
+                             "GROUP BY host ORDER BY host",
+                             "fleet6")),
+              expected);
+  EXPECT_EQ(Q("SELECT host, count() FROM spans_all WHERE provider = 'func' GROUP BY host "
+              "ORDER BY host",
+              "fleet6")
+                .size(),
+            2u);
+}
+
 TEST_F(ClickHouseShip, BadArgumentsFailBeforeAnythingRuns) {
   const std::string bin = reader::test::HushtraceBinary();
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
@@ -312,7 +364,8 @@ TEST_F(ClickHouseShip, BadArgumentsFailBeforeAnythingRuns) {
            {tmp_, "--to", To("db")},
            {Recorded().dir, "--to", To("db"), "--chunk-rows", "0"},
            {"--watch", tmp_ + "/nope", "--to", To("db")},
-           {Recorded().dir, "--to", To("db"), "--once"}}) {
+           {Recorded().dir, "--to", To("db"), "--once"},
+           {Recorded().dir, "--to", To("db"), "--cluster", "a-b"}}) {
     const CommandResult r = Ship(args);
     EXPECT_EQ(r.exit_code, 2) << args.back() << "\n" << r.err;
   }

@@ -53,6 +53,9 @@ constexpr const char kUsage[] =
     "options:\n"
     "  --to URL            http://HOST[:PORT][/DB] of the ClickHouse HTTP interface (DB: default)\n"
     "  --host NAME         the host column (default: the hostname recorded in each trace)\n"
+    "  --cluster NAME      also create TABLE_all, a Distributed table over the cluster NAME of\n"
+    "                      the server's <remote_servers> (each host ships into its own shard;\n"
+    "                      fleet queries read the _all tables)\n"
     "  --chunk-rows N      rows per INSERT (default 65536)\n"
     "  --retries N         attempts of a request before giving up on it (default 8; backoff\n"
     "                      0.1 s doubling to 5 s between them)\n"
@@ -81,6 +84,7 @@ bool ParseCount(const std::string& text, std::uint64_t* out) {
 struct Options {
   sql::ClickHouseUrl url;
   std::string host;
+  std::string cluster;
   std::uint64_t chunk_rows = 65536;
   std::uint64_t retries = 8;
   std::uint64_t rows_per_s = 0;
@@ -159,9 +163,17 @@ class Shipper {
     std::string result;
     if (!client_.Query("CREATE DATABASE IF NOT EXISTS " + options_.url.database, &result, error))
       return false;
-    for (const sql::TableDef& t : sql::Tables())
-      if (!client_.Query(sql::ClickHouseCreateTable(t, options_.url.database), &result, error))
+    const std::string& db = options_.url.database;
+    for (const sql::TableDef& t : sql::Tables()) {
+      if (!client_.Query(sql::ClickHouseCreateTable(t, db), &result, error)) return false;
+      // Reads fan out to every shard's `t`; nothing is inserted through it (no sharding key).
+      if (!options_.cluster.empty() &&
+          !client_.Query("CREATE TABLE IF NOT EXISTS " + db + "." + t.name + "_all AS " + db +
+                             "." + t.name + " ENGINE = Distributed(" + options_.cluster + ", " +
+                             db + ", " + t.name + ")",
+                         &result, error))
         return false;
+    }
     return true;
   }
 
@@ -426,6 +438,11 @@ int RunShip(int argc, char** argv) {
       if (!args.TakeNonEmpty(&to)) return BadArgs("--to needs a URL");
     } else if (arg == "--host") {
       if (!args.TakeNonEmpty(&options.host)) return BadArgs("--host needs a NAME");
+    } else if (arg == "--cluster") {
+      if (!args.TakeNonEmpty(&options.cluster) ||
+          options.cluster.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                            "0123456789_") != std::string::npos)
+        return BadArgs("--cluster needs a NAME of letters, digits and _");
     } else if (arg == "--watch") {
       if (!args.TakeNonEmpty(&watch.dir)) return BadArgs("--watch needs a DIR");
     } else if (arg == "--state") {
