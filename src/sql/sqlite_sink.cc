@@ -6,7 +6,9 @@
 
 namespace hush::sql {
 namespace {
-constexpr std::size_t kBatchRows = 32;
+constexpr std::size_t kBatchRows = 32;     // rows of one INSERT statement
+constexpr std::size_t kBlockRows = 1024;    // rows of one block handed to the writer thread
+constexpr std::size_t kQueueBlocks = 16;    // blocks queued at most (memory bound)
 }  // namespace
 
 std::string SqliteCreateTable(const TableDef& table) {
@@ -67,6 +69,7 @@ std::unique_ptr<SqliteSink> SqliteSink::Create(const std::string& path, std::str
 }
 
 SqliteSink::~SqliteSink() {
+  StopWriter();
   for (auto& stmt : insert_one_) stmt.reset();  // statements before the database they belong to
   for (auto& stmt : insert_batch_) stmt.reset();
 }
@@ -90,43 +93,88 @@ bool SqliteSink::Prepare(const TableDef& table, std::size_t rows, Stmt* out) {
 }
 
 bool SqliteSink::Row(TableId table, std::span<const Value> values) {
-  if (!error_.empty()) return false;
-  Pending& p = pending_[static_cast<std::size_t>(table)];
+  if (failed_.load(std::memory_order_relaxed)) return false;
+  Block& b = pending_[static_cast<std::size_t>(table)];
   const TableDef& def = Table(table);
   for (std::size_t i = 0; i < values.size(); ++i) {
-    p.values.push_back(values[i]);
+    b.values.push_back(values[i]);
     if (def.columns[i].type == ColumnType::kString) {
-      p.offsets.push_back(p.text.size());
-      p.text.append(values[i].s);
+      b.offsets.push_back(b.text.size());
+      b.text.append(values[i].s);
     }
   }
-  if (++p.rows < kBatchRows) return true;
-  const bool ok = Insert(def, insert_batch_[static_cast<std::size_t>(table)].get(), 0, p.rows);
-  p.values.clear();
-  p.offsets.clear();
-  p.text.clear();
-  p.rows = 0;
-  return ok;
+  if (++b.rows == kBlockRows) {
+    b.table = table;
+    Push(std::move(b));
+    b = Block();
+  }
+  return true;
 }
 
-bool SqliteSink::Insert(const TableDef& def, sqlite3_stmt* stmt, std::size_t first_row,
-                        std::size_t rows) {
-  Pending& p = pending_[static_cast<std::size_t>(def.id)];
+void SqliteSink::Push(Block&& block) {
+  if (!writer_.joinable()) writer_ = std::thread([this] { WriterLoop(); });
+  std::unique_lock lock(mu_);
+  not_full_.wait(lock, [this] { return queue_.size() < kQueueBlocks; });
+  queue_.push_back(std::move(block));
+  not_empty_.notify_one();
+}
+
+void SqliteSink::WriterLoop() {
+  for (;;) {
+    Block block;
+    {
+      std::unique_lock lock(mu_);
+      not_empty_.wait(lock, [this] { return !queue_.empty() || closed_; });
+      if (queue_.empty()) return;  // closed and drained
+      block = std::move(queue_.front());
+      queue_.pop_front();
+      not_full_.notify_one();
+    }
+    if (!failed_.load(std::memory_order_relaxed) && !WriteBlock(block))
+      failed_.store(true, std::memory_order_relaxed);
+  }
+}
+
+void SqliteSink::StopWriter() {
+  if (!writer_.joinable()) return;
+  {
+    std::lock_guard lock(mu_);
+    closed_ = true;
+    not_empty_.notify_one();
+  }
+  writer_.join();
+}
+
+bool SqliteSink::WriteBlock(const Block& block) {
+  const TableDef& def = Table(block.table);
+  const auto t = static_cast<std::size_t>(block.table);
+  std::size_t strings_per_row = 0;
+  for (const Column& c : def.columns) strings_per_row += c.type == ColumnType::kString;
+  std::size_t row = 0;
+  for (; row + kBatchRows <= block.rows; row += kBatchRows)
+    if (!Insert(block, insert_batch_[t].get(), row, kBatchRows, row * strings_per_row))
+      return false;
+  for (; row < block.rows; ++row)
+    if (!Insert(block, insert_one_[t].get(), row, 1, row * strings_per_row)) return false;
+  return true;
+}
+
+bool SqliteSink::Insert(const Block& block, sqlite3_stmt* stmt, std::size_t first_row,
+                        std::size_t rows, std::size_t first_string) {
+  const TableDef& def = Table(block.table);
   const std::size_t columns = def.columns.size();
-  std::size_t string_index = 0;
-  for (std::size_t r = 0; r < first_row; ++r)
-    for (const Column& c : def.columns) string_index += c.type == ColumnType::kString;
+  std::size_t string_index = first_string;
   int param = 1;
   for (std::size_t r = first_row; r < first_row + rows; ++r) {
     for (std::size_t i = 0; i < columns; ++i, ++param) {
-      const Value& v = p.values[r * columns + i];
+      const Value& v = block.values[r * columns + i];
       switch (def.columns[i].type) {
         case ColumnType::kInt64:
         case ColumnType::kUInt32: sqlite3_bind_int64(stmt, param, v.i); break;
         case ColumnType::kFloat64: sqlite3_bind_double(stmt, param, v.d); break;
         case ColumnType::kString:
-          // SQLITE_STATIC: `text` stays put until sqlite3_step() below has copied the bytes.
-          sqlite3_bind_text(stmt, param, p.text.data() + p.offsets[string_index++],
+          // SQLITE_STATIC: the block outlives sqlite3_step() below, which copies the bytes.
+          sqlite3_bind_text(stmt, param, block.text.data() + block.offsets[string_index++],
                             static_cast<int>(v.s.size()), SQLITE_STATIC);
           break;
       }
@@ -135,22 +183,21 @@ bool SqliteSink::Insert(const TableDef& def, sqlite3_stmt* stmt, std::size_t fir
   const int rc = sqlite3_step(stmt);
   sqlite3_reset(stmt);
   if (rc == SQLITE_DONE) return true;
-  error_ = std::string("insert into ") + def.name + ": " + sqlite3_errmsg(db_.get());
+  std::lock_guard lock(mu_);
+  writer_error_ = std::string("insert into ") + def.name + ": " + sqlite3_errmsg(db_.get());
   return false;
 }
 
-bool SqliteSink::FlushPending() {
-  for (const TableDef& table : Tables()) {
-    const auto t = static_cast<std::size_t>(table.id);
-    for (std::size_t r = 0; r < pending_[t].rows; ++r)
-      if (!Insert(table, insert_one_[t].get(), r, 1)) return false;
-    pending_[t] = Pending();
-  }
-  return true;
-}
-
 bool SqliteSink::Commit(std::string* error) {
-  bool ok = error_.empty() && FlushPending();
+  for (std::size_t t = 0; t < kTableCount; ++t) {
+    if (pending_[t].rows == 0) continue;
+    pending_[t].table = static_cast<TableId>(t);
+    Push(std::move(pending_[t]));
+    pending_[t] = Block();
+  }
+  StopWriter();  // joined: the database is this thread's again
+  if (error_.empty()) error_ = writer_error_;
+  bool ok = error_.empty();
   for (const TableDef& table : Tables()) {
     std::string_view list = table.sqlite_indexes;
     while (ok && !list.empty()) {
