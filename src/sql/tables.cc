@@ -104,9 +104,7 @@ class TraceTables::Slices final : public exporter::TimelineSink {
 
   // trace_id, host, pid; and tid (tables whose fourth column is one).
   void Common(Value* v, std::uint32_t tid) const {
-    v[0].s = owner_.trace_id_;
-    v[1].s = owner_.host_;
-    v[2].i = owner_.trace_.pid();
+    owner_.Common(v);
     v[3].i = tid;
   }
   // Names are dense ids (timeline.h): keep their text, which may not outlive the call.
@@ -158,6 +156,12 @@ TraceTables::TraceTables(const reader::Trace& trace, RowSink& sink, const TableO
 }
 
 TraceTables::~TraceTables() = default;
+
+void TraceTables::Common(Value* v) const {
+  v[0].s = trace_id_;
+  v[1].s = host_;
+  v[2].i = trace_.pid();
+}
 
 bool TraceTables::Emit(TableId table, std::span<const Value> values) {
   if (!ok_) return false;
@@ -248,9 +252,7 @@ bool TraceTables::Add(const reader::Event& event) {
   const ClassText& text = classes_[event.event_class().index];
   AppendFields(event, text);
   Value v[9];
-  v[0].s = trace_id_;
-  v[1].s = host_;
-  v[2].i = trace_.pid();
+  Common(v);
   v[3].i = event.tid();
   v[4].i = ns;
   v[5].s = text.provider;
@@ -264,25 +266,20 @@ bool TraceTables::Add(const reader::Event& event) {
 
 bool TraceTables::Finish() {
   if (!builder_->Finish() || !ok_) return false;
-  const std::int64_t pid = trace_.pid();
   std::map<std::uint32_t, std::string> threads = slices_->threads();
   for (const reader::ThreadInfo& t : trace_.threads())
     if (threads.find(t.tid) == threads.end()) threads[t.tid] = t.name;
   for (const auto& [tid, name] : threads) {
     const std::string valid = exporter::ToValidUtf8(name);
     Value v[5];
-    v[0].s = trace_id_;
-    v[1].s = host_;
-    v[2].i = pid;
+    Common(v);
     v[3].i = tid;
     v[4].s = valid;
     if (!Emit(TableId::kThreads, std::span<const Value>(v, 5))) return false;
   }
   for (const reader::StreamInfo& s : trace_.streams()) {
     Value v[10];
-    v[0].s = trace_id_;
-    v[1].s = host_;
-    v[2].i = pid;
+    Common(v);
     v[3].i = s.index;
     v[4].i = trace_.ToEpochNs(s.timestamp_begin);
     v[5].i = trace_.ToEpochNs(s.timestamp_end);
@@ -296,9 +293,7 @@ bool TraceTables::Finish() {
   const std::string clock = exporter::ToValidUtf8(trace_.metadata().clock.name);
   const std::string dir = exporter::ToValidUtf8(trace_.dir());
   Value v[11];
-  v[0].s = trace_id_;
-  v[1].s = host_;
-  v[2].i = pid;
+  Common(v);
   v[3].s = command;
   v[4].s = clock;
   v[5].i = static_cast<std::int64_t>(trace_.metadata().clock.freq);

@@ -81,6 +81,8 @@ class TraceTables {
     std::vector<std::string> keys;  // "\"field\":" of each field ("" for hidden ones)
   };
 
+  // The columns every table starts with: trace_id, host, pid.
+  void Common(Value* v) const;
   bool Emit(TableId table, std::span<const Value> values);
   void AppendFields(const reader::Event& event, const ClassText& text);
 

@@ -134,6 +134,17 @@ class ClickHouseShip : public ::testing::Test {
     return counts;
   }
 
+  // Waits (30 s at most) until the first events of `host` are in `db`.
+  bool WaitForRows(const std::string& db, const std::string& host) {
+    return WaitFor(
+        [&] {
+          const std::vector<std::string> n =
+              Q("SELECT count() FROM events WHERE host = '" + host + "'", db);
+          return !n.empty() && n[0] != "0";
+        },
+        30);
+  }
+
   static ClickHouseServer* server_;
   static std::string* start_error_;
   static bool started_;
@@ -161,11 +172,7 @@ TEST_F(ClickHouseShip, CountsAndValuesMatchBabeltraceAndShippingTwiceAddsNothing
       Q("SELECT tid, visitParamExtractUInt(fields, 'id') AS id, visitParamExtractString(fields, "
         "'path') AS p FROM events WHERE provider = 'app' AND name = 'req' ORDER BY tid, id, p",
         "fleet1");
-  std::vector<std::string> bt_req = bt.req;
-  std::sort(bt_req.begin(), bt_req.end());
-  std::sort(req.begin(), req.end());
-  ASSERT_EQ(req.size(), bt.counts.at("app:req"));
-  EXPECT_EQ(req, bt_req);
+  ExpectSameReq(req, bt);
   EXPECT_EQ(Q("SELECT count() FROM spans WHERE provider = 'func'", "fleet1"),
             std::vector<std::string>{std::to_string(bt.counts.at("func:entry"))});
   EXPECT_EQ(Q("SELECT count() FROM sched_slices", "fleet1"),
@@ -221,13 +228,7 @@ TEST_F(ClickHouseShip, ServerKilledMidShipLosesAndDoublesNothing) {
               "--host", "crash", "--chunk-rows", "500", "--rows-per-s", "15000", "--retries",
               "12"},
              log);
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        const std::vector<std::string> n =
-            Q("SELECT count() FROM events WHERE host = 'crash'", "fleet3");
-        return !n.empty() && n[0] != "0";
-      },
-      30));
+  ASSERT_TRUE(WaitForRows("fleet3", "crash"));
   ASSERT_TRUE(ship.Running()) << "the ship finished before the kill:\n"
                               << reader::test::ReadFile(log);
   server_->Kill();
@@ -258,13 +259,7 @@ TEST_F(ClickHouseShip, AgentKilledMidShipAndRestartedLosesAndDoublesNothing) {
     std::vector<std::string> paced = agent;
     paced.insert(paced.end(), {"--rows-per-s", "15000"});
     Child first(paced, log);
-    ASSERT_TRUE(WaitFor(
-        [&] {
-          const std::vector<std::string> n =
-              Q("SELECT count() FROM events WHERE host = 'agent'", "fleet4");
-          return !n.empty() && n[0] != "0";
-        },
-        30));
+    ASSERT_TRUE(WaitForRows("fleet4", "agent"));
     ASSERT_TRUE(first.Running()) << reader::test::ReadFile(log);
     first.Kill(SIGKILL);
   }

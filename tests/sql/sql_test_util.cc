@@ -146,6 +146,15 @@ BtView Babeltrace(const std::string& dir) {
   return view;
 }
 
+void ExpectSameReq(std::vector<std::string> req, const BtView& bt) {
+  std::vector<std::string> bt_req = bt.req;
+  std::sort(req.begin(), req.end());
+  std::sort(bt_req.begin(), bt_req.end());
+  EXPECT_GT(bt_req.size(), 1000u);
+  EXPECT_EQ(bt_req.size(), bt.counts.count("app:req") != 0 ? bt.counts.at("app:req") : 0);
+  EXPECT_EQ(req, bt_req);
+}
+
 namespace {
 
 struct Slice {

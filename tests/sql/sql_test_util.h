@@ -30,6 +30,8 @@ struct BtView {
   std::uint64_t total = 0;
 };
 BtView Babeltrace(const std::string& dir);
+// `req` ("tid|id|path" of each app:req row, any order) holds exactly the events of bt.req.
+void ExpectSameReq(std::vector<std::string> req, const BtView& bt);
 
 // Expected answers of the documented queries, as lines "a|b|c" (the sqlite3 CLI's default
 // output; the ClickHouse side converts its TSV), computed from the reader.
