@@ -30,6 +30,7 @@
 #include "export/text_escape.h"
 #include "hushtrace/reader.h"
 #include "open_trace.h"
+#include "recover/recover.h"
 #include "sql/clickhouse.h"
 #include "sql/tables.h"
 
@@ -45,10 +46,11 @@ constexpr const char kUsage[] =
     "RowBinary, gzip-compressed, in chunks; a chunk already on the server is not sent again, so\n"
     "shipping a trace twice, or after a crash, never doubles rows.\n"
     "\n"
-    "With --watch, ships every trace directory that completes under DIR (a `metadata` file and\n"
-    "no `.ring`: the writer has finished), oldest first, and keeps watching. Shipped traces are\n"
-    "listed in the state file; a server that is down is retried with backoff while the traces\n"
-    "wait on disk; past --max-bytes of waiting traces the oldest are deleted (and said so).\n"
+    "With --watch, ships every trace directory that completes under DIR (a `metadata` file, and\n"
+    "no `.ring` or one whose writer died: it is recovered first), oldest first, and keeps\n"
+    "watching. Shipped traces are listed in the state file; a server that is down is retried\n"
+    "with backoff while the traces wait on disk; past --max-bytes of waiting traces the oldest\n"
+    "are deleted (and said so).\n"
     "\n"
     "options:\n"
     "  --to URL            http://HOST[:PORT][/DB] of the ClickHouse HTTP interface (DB: default)\n"
@@ -324,7 +326,15 @@ std::vector<Pending> ScanPending(const std::string& dir, const std::set<std::str
     const std::string path = dir + "/" + name;
     struct stat st;
     if (::stat((path + "/metadata").c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-    if (::access((path + "/.ring").c_str(), F_OK) == 0) continue;  // still being written
+    if (::access((path + "/.ring").c_str(), F_OK) == 0) {
+      // Rings left: a session still running (skip it for now), or a writer that died, whose
+      // trace Ship() recovers first (OpenTraceRecovering) and ships like any other.
+      recover::Options probe;
+      probe.dry_run = true;
+      recover::Report report;
+      recover::Recover(path, probe, &report);
+      if (report.writer_running) continue;
+    }
     out.push_back({name, static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 +
                              st.st_mtim.tv_nsec,
                    DirBytes(path)});
