@@ -3,8 +3,10 @@
 //   * every count and a sample of field values against babeltrace2; shipping twice adds nothing;
 //   * the ClickHouse queries of docs/sql.md against answers computed from the reader;
 //   * the server killed mid-ship and restarted: nothing lost, nothing doubled;
-//   * the agent (--watch) killed mid-ship and restarted: the same; its size bound drops the
-//     oldest traces and says so.
+//   * the agent (--watch) killed mid-ship and restarted: the same; SIGTERM stops it between two
+//     chunks; its size bound drops the oldest traces and says so;
+//   * two servers as the two shards of a cluster, two agents with different host names shipping
+//     at once: the Distributed tables see both.
 // Where the server cannot start, the tests fail and say why (no silent skip).
 #include <gtest/gtest.h>
 #include <fcntl.h>
@@ -138,6 +140,11 @@ class ClickHouseShip : public ::testing::Test {
   bool WaitForRows(const std::string& db, const std::string& host) {
     return WaitFor(
         [&] {
+          // The shipper may not have created the table yet.
+          if (Q("SELECT count() FROM system.tables WHERE database = '" + db +
+                    "' AND name = 'events'",
+                "default") != std::vector<std::string>{"1"})
+            return false;
           const std::vector<std::string> n =
               Q("SELECT count() FROM events WHERE host = '" + host + "'", db);
           return !n.empty() && n[0] != "0";
@@ -270,6 +277,25 @@ TEST_F(ClickHouseShip, AgentKilledMidShipAndRestartedLosesAndDoublesNothing) {
   second.Kill(SIGTERM);
   EXPECT_EQ(Counts("fleet4", "agent"), expected) << reader::test::ReadFile(log);
   EXPECT_NE(reader::test::ReadFile(log).find("already there"), std::string::npos);
+}
+
+TEST_F(ClickHouseShip, AgentStopsBetweenChunksOnSigterm) {
+  const std::string watch = tmp_ + "/watch";
+  ::mkdir(watch.c_str(), 0700);
+  reader::test::CopyTree(Recorded().dir, watch + "/t1");
+  const std::string log = tmp_ + "/agent.log";
+  Child agent({reader::test::HushtraceBinary(), "ship", "--watch", watch, "--to", To("fleet7"),
+               "--host", "stopper", "--chunk-rows", "500", "--rows-per-s", "5000"},
+              log);
+  ASSERT_TRUE(WaitForRows("fleet7", "stopper"));
+  ASSERT_TRUE(agent.Running());
+  const auto start = std::chrono::steady_clock::now();
+  agent.Kill(SIGTERM);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
+  EXPECT_EQ(agent.Wait(), 0);
+  const std::string text = reader::test::ReadFile(log);
+  EXPECT_NE(text.find("stopped by a signal"), std::string::npos) << text;
+  EXPECT_EQ(StateOf(watch), "");  // not finished: the next run ships the rest
 }
 
 TEST_F(ClickHouseShip, AgentSizeBoundDropsTheOldestAndSaysSo) {

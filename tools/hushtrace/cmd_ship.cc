@@ -83,6 +83,11 @@ bool ParseCount(const std::string& text, std::uint64_t* out) {
   return errno == 0;
 }
 
+// Set by SIGTERM/SIGINT in agent mode (Watch installs the handler): the shipper stops before
+// its next chunk, the agent before its next trace.
+volatile sig_atomic_t g_stop = 0;
+void OnStop(int) { g_stop = 1; }
+
 struct Options {
   sql::ClickHouseUrl url;
   std::string host;
@@ -225,6 +230,11 @@ class Shipper {
   }
 
   bool SendChunk(const sql::Chunk& chunk, std::string* error) {
+    if (g_stop != 0) {
+      *error = "stopped by a signal before chunk " + std::to_string(chunk.number) + " of " +
+               sql::Table(chunk.table).name + " (the next run sends the rest)";
+      return false;
+    }
     const auto it = present_.find({chunk.table, chunk.number});
     if (it != present_.end() && it->second == chunk.rows) {
       ++skipped_;
@@ -275,9 +285,6 @@ struct WatchOptions {
   std::uint64_t max_bytes = 0;
   bool once = false;
 };
-
-volatile sig_atomic_t g_stop = 0;
-void OnStop(int) { g_stop = 1; }
 
 bool IsFile(const std::string& path) {
   struct stat st;
