@@ -298,3 +298,9 @@ if [ "${HUSH_BENCH_EXPORT:-1}" = 1 ]; then
   log "reader and export throughput vs babeltrace2 (bench/export_bench.sh; HUSH_BENCH_EXPORT=0 skips)"
   HUSH_BENCH_BUILD_DIR=$BUILD_DIR "$ROOT/bench/export_bench.sh" || die "bench/export_bench.sh failed"
 fi
+
+# --- 7. SQL: SQLite export vs Perfetto, shipping to ClickHouse: bench/sql_bench.sh (own results) --
+if [ "${HUSH_BENCH_SQL:-1}" = 1 ]; then
+  log "SQLite export and ClickHouse shipping (bench/sql_bench.sh; HUSH_BENCH_SQL=0 skips)"
+  HUSH_BENCH_BUILD_DIR=$BUILD_DIR "$ROOT/bench/sql_bench.sh" || die "bench/sql_bench.sh failed"
+fi

@@ -4,4 +4,6 @@ set -euo pipefail
 exec "$(dirname "$0")/ensure-packages.sh" \
   cmake ninja-build g++ clang clang-format clang-tidy \
   libgtest-dev libgmock-dev googletest libbenchmark-dev \
-  babeltrace2 libbabeltrace2-dev valgrind pkg-config libclang-rt-14-dev python3 protobuf-compiler uftrace python3-bt2
+  babeltrace2 libbabeltrace2-dev valgrind pkg-config libclang-rt-14-dev python3 protobuf-compiler \
+  uftrace python3-bt2 \
+  libsqlite3-dev sqlite3 libcurl4-openssl-dev zlib1g-dev clickhouse-server clickhouse-client

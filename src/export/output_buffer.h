@@ -46,6 +46,10 @@ class OutputBuffer {
     size_ += n;
   }
 
+  // Forgets the pending bytes (a buffer used without a FILE, e.g. one HTTP request body).
+  void Clear() { size_ = 0; }
+  const std::uint8_t* data() const { return data_.get(); }
+
   // Flushes when more than kFlushAt bytes are pending; false once a write has failed.
   bool MaybeFlush() { return size_ < kFlushAt ? ok_ : Flush(); }
   bool Flush() {

@@ -13,6 +13,7 @@
 #include "export/symbolizer.h"
 #include "export/timeline.h"
 #include "hushtrace/reader.h"
+#include "export_sqlite.h"
 #include "open_trace.h"
 #include "progress.h"
 
@@ -20,7 +21,7 @@ namespace hush::cli {
 namespace {
 
 constexpr const char kUsage[] =
-    "usage: hushtrace export DIR --format perfetto|chrome|folded -o FILE\n"
+    "usage: hushtrace export DIR --format perfetto|chrome|folded|sqlite -o FILE\n"
     "\n"
     "Converts the trace in DIR for a timeline viewer, streaming (memory does not grow with the\n"
     "trace):\n"
@@ -28,12 +29,13 @@ constexpr const char kUsage[] =
     "  chrome    Chrome Trace Event JSON: Perfetto UI, chrome://tracing, speedscope...\n"
     "  folded    folded stacks of spans and function calls with their self time in ns, for\n"
     "            flamegraph.pl, inferno, speedscope (one 'outer;inner;innermost NS' a line)\n"
+    "  sqlite    SQLite database of the tables of docs/sql.md (FILE is replaced): sqlite3 FILE\n"
     "Spans and function calls become slices on their thread, instants and other events instants\n"
     "(fields as arguments), counters counter tracks, scheduler events \"running\" slices.\n"
     "Functions are named as in report: demangled symbols, else module+offset.\n"
     "\n"
     "options:\n"
-    "  -f, --format FMT  perfetto, chrome or folded\n"
+    "  -f, --format FMT  perfetto, chrome, folded or sqlite\n"
     "  -o, --output FILE the file to write ('-': standard output)\n"
     "  -h, --help        this help\n"
     "\n"
@@ -56,9 +58,9 @@ int RunExport(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     } else if (arg == "-f" || arg == "--format") {
-      if (!args.TakeNonEmpty(&format)) return BadArgs(arg + " needs perfetto, chrome or folded");
-      if (format != "perfetto" && format != "chrome" && format != "folded") {
-        return BadArgs("unknown format '" + format + "' (perfetto, chrome or folded)");
+      if (!args.TakeNonEmpty(&format)) return BadArgs(arg + " needs perfetto, chrome, folded or sqlite");
+      if (format != "perfetto" && format != "chrome" && format != "folded" && format != "sqlite") {
+        return BadArgs("unknown format '" + format + "' (perfetto, chrome, folded or sqlite)");
       }
     } else if (arg == "-o" || arg == "--output") {
       if (!args.TakeNonEmpty(&output)) return BadArgs(arg + " needs a FILE");
@@ -67,8 +69,9 @@ int RunExport(int argc, char** argv) {
     }
   }
   if (dir.empty()) return BadArgs("missing the trace directory DIR");
-  if (format.empty()) return BadArgs("missing --format perfetto|chrome|folded");
+  if (format.empty()) return BadArgs("missing --format perfetto|chrome|folded|sqlite");
   if (output.empty()) return BadArgs("missing -o FILE");
+  if (format == "sqlite" && output == "-") return BadArgs("sqlite needs a FILE, not '-'");
 
   std::string error;
   std::unique_ptr<reader::Trace> trace = OpenTraceRecovering(dir, "hushtrace export", &error);
@@ -76,6 +79,7 @@ int RunExport(int argc, char** argv) {
     std::fprintf(stderr, "hushtrace export: %s\n", error.c_str());
     return 1;
   }
+  if (format == "sqlite") return ExportSqlite(*trace, output);  // export_sqlite.cc
   const bool to_stdout = output == "-";
   std::FILE* file = to_stdout ? stdout : std::fopen(output.c_str(), "wb");
   if (file == nullptr) {

@@ -15,6 +15,7 @@ int RunDump(int argc, char** argv);    // cmd_dump.cc
 int RunRecover(int argc, char** argv); // cmd_recover.cc
 int RunExport(int argc, char** argv);  // cmd_export.cc
 int RunHist(int argc, char** argv);    // cmd_hist.cc
+int RunShip(int argc, char** argv);    // cmd_ship.cc
 // Live control (cmd_control.cc).
 int RunPs(int argc, char** argv);
 int RunStart(int argc, char** argv);

@@ -19,6 +19,7 @@ constexpr Command kCommands[] = {
     {"dump", hush::cli::RunDump, "print a trace's events in time order"},
     {"recover", hush::cli::RunRecover, "make a trace whose writer died readable again"},
     {"export", hush::cli::RunExport, "convert a trace for Perfetto, Chrome or flame graphs"},
+    {"ship", hush::cli::RunShip, "insert traces into ClickHouse (docs/sql.md), or watch a directory"},
     {"hist", hush::cli::RunHist, "histogram of span, function call durations or a numeric field"},
     {"ps", hush::cli::RunPs, "list running processes that have the hushtrace runtime loaded"},
     {"start", hush::cli::RunStart, "start tracing in a running process"},

@@ -1,0 +1,106 @@
+// A trace as the rows of the relational schema (schema.h, docs/sql.md), for a RowSink.
+//
+//   reader::Trace  --events-->  TraceTables  --rows-->  RowSink (SqliteSink, ClickHouseSink)
+//                                   |  ^
+//                                   v  |  slices, counter samples, thread names
+//                          exporter::TimelineBuilder (src/export/timeline.h)
+//
+// Every event becomes an `events` row. The same events go through the export timeline, which
+// pairs span begin/end and func:entry/exit into slices (the same pairing as the Perfetto and
+// Chrome exports: an end closes the innermost open slice of its key, slices still open at the
+// end are closed at the last event); TraceTables turns its slices into `spans` rows (id, parent,
+// depth, self time from the slice stack of each thread), its "running" slices into
+// `sched_slices`, its counter samples into `counters`. Threads, processes and losses are
+// written by Finish(), from the trace's packet contexts and stream headers.
+//
+//   SqliteSink sink(...);
+//   TraceTables tables(*trace, sink, {});
+//   reader::EventIterator it(*trace);
+//   while (it.Next()) if (!tables.Add(it.event())) break;   // false: the sink failed
+//   bool ok = tables.Finish();
+//
+// Memory: that of the timeline (threads x stack depth + names), independent of the number of
+// events. Single-threaded.
+#ifndef HUSHTRACE_SRC_SQL_TABLES_H_
+#define HUSHTRACE_SRC_SQL_TABLES_H_
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "export/output_buffer.h"
+#include "export/symbol_resolver.h"
+#include "export/timeline.h"
+#include "hushtrace/reader.h"
+#include "sql/schema.h"
+
+namespace hush::sql {
+
+// Receives rows; values in the order of the table's columns (schema.h).
+class RowSink {
+ public:
+  virtual ~RowSink() = default;
+  // False when the sink failed: no further row is sent.
+  virtual bool Row(TableId table, std::span<const Value> values) = 0;
+};
+
+struct TableOptions {
+  std::string host;  // "" : the trace's env.hostname
+};
+
+// The trace id of the rows: the metadata uuid, or (a trace without one) "dir:<absolute dir>".
+std::string TraceId(const reader::Trace& trace);
+
+class TraceTables {
+ public:
+  TraceTables(const reader::Trace& trace, RowSink& sink, const TableOptions& options);
+  ~TraceTables();
+  TraceTables(const TraceTables&) = delete;
+  TraceTables& operator=(const TraceTables&) = delete;
+
+  // False once the sink has failed.
+  bool Add(const reader::Event& event);
+  // Closes open slices, writes threads, losses and the process row. False when the sink failed.
+  bool Finish();
+
+  const std::string& trace_id() const { return trace_id_; }
+  const std::string& host() const { return host_; }
+  std::uint64_t rows(TableId table) const { return rows_[static_cast<std::size_t>(table)]; }
+  const exporter::TimelineStats& timeline_stats() const { return builder_->stats(); }
+
+ private:
+  class Slices;  // the TimelineSink side
+  struct ClassText {
+    std::string provider, name;
+    std::vector<std::string> keys;  // "\"field\":" of each field ("" for hidden ones)
+  };
+
+  // The columns every table starts with: trace_id, host, pid.
+  void Common(Value* v) const;
+  bool Emit(TableId table, std::span<const Value> values);
+  void AppendFields(const reader::Event& event, const ClassText& text);
+
+  const reader::Trace& trace_;
+  RowSink& sink_;
+  std::string trace_id_, host_;
+  bool ok_ = true;
+  std::array<std::uint64_t, kTableCount> rows_{};
+  std::vector<ClassText> classes_;
+  exporter::EpochNsConverter clock_;
+  exporter::OutputBuffer fields_{nullptr};  // the JSON of the current event (never flushed)
+  std::int64_t first_ns_ = 0, last_ns_ = 0;
+  std::uint64_t events_ = 0;
+  const exporter::HexAddressResolver resolver_;
+  std::unique_ptr<Slices> slices_;
+  std::unique_ptr<exporter::TimelineBuilder> builder_;
+};
+
+}  // namespace hush::sql
+
+#endif  // HUSHTRACE_SRC_SQL_TABLES_H_

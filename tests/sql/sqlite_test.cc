@@ -1,0 +1,145 @@
+// `hushtrace export --format sqlite` on a trace recorded in-process: every count and a sample of
+// field values against babeltrace2, the typed tables against what the reader says, and each
+// query of docs/sql.md run through the sqlite3 CLI against answers computed from the reader.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "reader/reader_test_util.h"
+#include "sql/sql_test_util.h"
+
+namespace hush::sql::test {
+namespace {
+
+using reader::test::CommandResult;
+using reader::test::RunCommand;
+
+class SqliteExport : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(Recorded().error, "");
+    ASSERT_FALSE(reader::test::HushtraceBinary().empty()) << "HUSH_BINARY_DIR is not set";
+    tmp_ = reader::test::MakeTempDir("sqlite");
+  }
+  void TearDown() override { reader::test::RemoveTree(tmp_); }
+
+  std::string Export(const std::string& dir, const std::string& name) {
+    const std::string db = tmp_ + "/" + name;
+    const CommandResult r = RunCommand(
+        {reader::test::HushtraceBinary(), "export", dir, "--format", "sqlite", "-o", db});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return db;
+  }
+  std::vector<std::string> Sql(const std::string& db, const std::string& query) {
+    const CommandResult r = RunCommand({"/usr/bin/sqlite3", "-batch", db, query});
+    EXPECT_EQ(r.exit_code, 0) << query << "\n" << r.err;
+    EXPECT_EQ(r.err, "") << query;
+    return Lines(r.out);
+  }
+  std::string Scalar(const std::string& db, const std::string& query) {
+    const std::vector<std::string> lines = Sql(db, query);
+    return lines.size() == 1 ? lines[0] : "<" + std::to_string(lines.size()) + " lines>";
+  }
+
+  std::string tmp_;
+};
+
+TEST_F(SqliteExport, CountsAndValuesMatchBabeltrace) {
+  const std::string db = Export(Recorded().dir, "trace.db");
+  const BtView bt = Babeltrace(Recorded().dir);
+  ASSERT_GT(bt.total, 10000u);
+  std::vector<std::string> expected;
+  for (const auto& [name, n] : bt.counts) expected.push_back(name + "|" + std::to_string(n));
+  EXPECT_EQ(Sql(db, "SELECT provider || ':' || name, COUNT(*) FROM events GROUP BY 1 ORDER BY 1"),
+            expected);
+  EXPECT_EQ(Scalar(db, "SELECT events FROM processes"), std::to_string(bt.total));
+
+  // Every app:req event: tid, id and path (quotes included) as babeltrace2 prints them.
+  std::vector<std::string> req = Sql(
+      db, "SELECT tid, json_extract(fields, '$.id'), json_extract(fields, '$.path') FROM events "
+          "WHERE provider = 'app' AND name = 'req'");
+  ExpectSameReq(req, bt);
+  // Fields keep their JSON types: ratio is a number (id / 4).
+  EXPECT_EQ(Scalar(db, "SELECT COUNT(*) FROM events WHERE name = 'req' AND "
+                       "json_extract(fields, '$.ratio') * 4 <> json_extract(fields, '$.id')"),
+            "0");
+  EXPECT_EQ(Scalar(db, "SELECT json_type(fields, '$.ratio') FROM events WHERE name = 'req' AND "
+                       "json_extract(fields, '$.id') = 5 LIMIT 1"),
+            "real");
+
+  // Typed tables: one span row per begin, one counter row per sample, one sched slice per
+  // switch_in; every span of a thread nests in its parent.
+  const auto n = [&](const std::string& e) { return bt.counts.at(e); };
+  EXPECT_EQ(Scalar(db, "SELECT COUNT(*) FROM spans WHERE provider = 'app'"),
+            std::to_string((n("app:request") + n("app:handle")) / 2));
+  EXPECT_EQ(Scalar(db, "SELECT COUNT(*) FROM spans WHERE provider = 'func'"),
+            std::to_string(n("func:entry")));
+  EXPECT_EQ(Scalar(db, "SELECT COUNT(*) FROM counters WHERE name = 'app:depth'"),
+            std::to_string(n("app:depth")));
+  EXPECT_EQ(Scalar(db, "SELECT COUNT(*) FROM sched_slices"), std::to_string(n("sched:switch_in")));
+  EXPECT_EQ(Scalar(db, "SELECT COUNT(*) FROM sched_slices WHERE preempted NOT IN (0, 1)"), "0");
+  EXPECT_EQ(Scalar(db, "SELECT COUNT(*) FROM spans c JOIN spans p ON c.parent_id = p.id AND "
+                       "c.trace_id = p.trace_id WHERE c.depth <> p.depth + 1 OR c.tid <> p.tid OR "
+                       "c.ts_ns < p.ts_ns OR c.ts_ns + c.dur_ns > p.ts_ns + p.dur_ns"),
+            "0");
+  EXPECT_EQ(Scalar(db, "SELECT COUNT(*) FROM spans WHERE name = 'app:handle' AND depth <> 1"), "0");
+  EXPECT_EQ(Scalar(db, "SELECT COUNT(*) FROM spans WHERE self_ns < 0 OR self_ns > dur_ns"), "0");
+  EXPECT_EQ(Scalar(db, "SELECT COUNT(*) FROM threads WHERE name = 'sql-worker'"), "1");
+  EXPECT_EQ(Scalar(db, "SELECT SUM(discarded + overwritten + lost_packets) FROM losses"), "0");
+}
+
+TEST_F(SqliteExport, DocumentedQueriesAnswerRight) {
+  const std::string db = Export(Recorded().dir, "trace.db");
+  const std::string lossy = WriteLossyTrace(tmp_);
+  const std::string lossy_db = Export(lossy, "lossy.db");
+  const std::string host = Scalar(db, "SELECT host FROM processes");
+  const std::vector<std::string> names = DocQueryNames();
+  ASSERT_EQ(names.size(), 4u) << "docs/sql.md: a query was added or lost; test it here";
+  for (const std::string& name : names) {
+    SCOPED_TRACE(name);
+    const std::string query = DocQuery(name, "sqlite");
+    ASSERT_FALSE(query.empty()) << "docs/sql.md has no sqlite version of " << name;
+    if (name == "span_percentiles") {
+      EXPECT_EQ(Sql(db, query), ExpectSpanPercentiles(Recorded().dir, host, false));
+    } else if (name == "top_self_time") {
+      const std::vector<std::string> got = Sql(db, query);
+      EXPECT_EQ(got.size(), 4u);  // three outer functions and the inner one
+      EXPECT_EQ(got, ExpectTopSelfTime(Recorded().dir));
+    } else if (name == "before_trigger") {
+      std::vector<std::string> got = Sql(db, query);
+      for (std::string& line : got) line = line.substr(0, line.rfind('|'));  // without fields
+      const std::vector<std::string> expected = ExpectBeforeTrigger(Recorded().dir);
+      EXPECT_GT(expected.size(), 10u);
+      EXPECT_EQ(got, expected);
+    } else if (name == "loss_by_host") {
+      const std::vector<std::string> expected = ExpectLossByHost({lossy}, {"testhost"});
+      EXPECT_EQ(expected.size(), 1u);
+      EXPECT_EQ(Sql(lossy_db, query), expected);
+      EXPECT_EQ(Sql(lossy_db, "SELECT SUM(discarded), SUM(overwritten) FROM losses"),
+                std::vector<std::string>{"7|7"});
+    } else {
+      ADD_FAILURE() << "no expected answer for " << name;
+    }
+  }
+}
+
+TEST_F(SqliteExport, BadArgumentsAndUnwritableFile) {
+  CommandResult r = RunCommand({reader::test::HushtraceBinary(), "export", Recorded().dir,
+                                "--format", "sqlite", "-o", "-"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("sqlite needs a FILE"), std::string::npos) << r.err;
+  r = RunCommand({reader::test::HushtraceBinary(), "export", Recorded().dir, "--format", "sqlite",
+                  "-o", tmp_ + "/no/such/dir/x.db"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("cannot open"), std::string::npos) << r.err;
+  // An existing file is replaced, not appended to.
+  const std::string db = Export(Recorded().dir, "twice.db");
+  Export(Recorded().dir, "twice.db");
+  EXPECT_EQ(Scalar(db, "SELECT COUNT(*) FROM processes"), "1");
+}
+
+}  // namespace
+}  // namespace hush::sql::test
