@@ -19,6 +19,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "emulated_exec.h"
+
 extern char** environ;
 
 #ifndef HUSH_RT_HELPER_DIR
@@ -43,8 +45,10 @@ std::vector<char*> CStrings(const std::vector<std::string>& v) {
 }
 
 // Spawns argv with stdin from `stdin_fd` (or /dev/null when -1), stdout and stderr to files.
-pid_t Spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env, int stdin_fd,
-            int stdin_close_fd, const std::string& out_path, const std::string& err_path) {
+pid_t Spawn(const std::vector<std::string>& program_argv, const std::vector<std::string>& env,
+            int stdin_fd, int stdin_close_fd, const std::string& out_path,
+            const std::string& err_path) {
+  const std::vector<std::string> argv = EmulatedArgv(program_argv);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   if (stdin_fd >= 0) {
