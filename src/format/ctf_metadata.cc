@@ -79,14 +79,14 @@ std::string BuildMetadata(const TraceInfo& info, const std::vector<const registr
   m += "\tprocname = " + Quote(info.procname) + ";\n";
   m += "\thostname = " + Quote(info.hostname) + ";\n";
   m += "\thushtrace_mode = " + Quote(info.mode) + ";\n";
-  m += "\thushtrace_clock_source = " + Quote(info.clock.use_tsc ? "tsc" : "monotonic") + ";\n";
+  m += "\thushtrace_clock_source = " + Quote(info.clock.use_tsc ? clock::CounterName() : "monotonic") + ";\n";
   m += "\thushtrace_clock_freq_source = " + Quote(info.clock.freq_source) + ";\n};\n\n";
   bool own_clock = true;
   for (std::uint8_t b : info.clock_uuid) own_clock = own_clock && b == 0;
   m += "clock {\n\tname = \"hush_clock\";\n\tuuid = \"" +
        (own_clock ? uuid : UuidToString(info.clock_uuid)) + "\";\n";
   m += "\tdescription = " +
-       Quote(info.clock.use_tsc ? "TSC, calibrated to CLOCK_REALTIME" : "CLOCK_MONOTONIC") + ";\n";
+       Quote(info.clock.use_tsc ? clock::CounterDescription() : "CLOCK_MONOTONIC") + ";\n";
   m += "\tfreq = " + std::to_string(info.clock.freq_hz) + ";\n";
   m += "\tprecision = " + std::to_string(info.clock.use_tsc ? 100 : 1) + ";\n";
   m += "\toffset_s = " + std::to_string(info.clock.offset_s) + ";\n";
