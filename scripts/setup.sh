@@ -4,4 +4,5 @@ set -euo pipefail
 exec "$(dirname "$0")/ensure-packages.sh" \
   cmake ninja-build g++ clang clang-format clang-tidy \
   libgtest-dev libgmock-dev googletest libbenchmark-dev \
-  babeltrace2 libbabeltrace2-dev valgrind pkg-config libclang-rt-14-dev python3 protobuf-compiler
+  babeltrace2 libbabeltrace2-dev valgrind pkg-config libclang-rt-14-dev python3 protobuf-compiler \
+  g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user

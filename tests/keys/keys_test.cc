@@ -28,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -783,15 +784,16 @@ bool RefuseWritableText(bool deny_pwrite) {
          ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
 }
 
-// In a child: start two sessions with keys:work enabled under the seccomp filter, stderr into a
-// file, 50 calls per session on this thread. Reports: [wrong results, keys:work events of this
-// thread recorded, failed flag, proc_mem_used flag],
-// error = the child's stderr (or what went wrong).
-hushtest::ChildReport RunWithRefusedText(const std::string& dir, bool deny_pwrite) {
+// In a child, after `setup` (false: it failed, errno says why): start two sessions with
+// keys:work enabled, stderr into a file, 50 calls per session on this thread while a worker runs
+// the sites too. Reports: [wrong results, keys:work events of this thread recorded, failed flag,
+// flag(stats)], error = the child's stderr (or what went wrong).
+hushtest::ChildReport RunTwoSessions(const std::string& dir, const std::function<bool()>& setup,
+                                     bool (*flag)(const hush::patch::Stats&)) {
   hushtest::ChildReport r;
   const std::string err_path = dir + "/stderr";
   const int fd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0 || ::dup2(fd, 2) < 0 || !RefuseWritableText(deny_pwrite)) {
+  if (fd < 0 || ::dup2(fd, 2) < 0 || !setup()) {
     r.error = "setup failed: " + std::string(std::strerror(errno));
     return r;
   }
@@ -824,9 +826,16 @@ hushtest::ChildReport RunWithRefusedText(const std::string& dir, bool deny_pwrit
     if (!cli_error.empty()) r.error += cli_error;
   }
   const hush::patch::Stats stats = hush::patch::GetStats();
-  r.numbers = {wrong, recorded, stats.failed ? 1u : 0u, stats.proc_mem_used ? 1u : 0u};
+  r.numbers = {wrong, recorded, stats.failed ? 1u : 0u, flag(stats) ? 1u : 0u};
   r.error += hushtest::ReadFile(err_path);
   return r;
+}
+
+// Under the seccomp filter; the flag is proc_mem_used.
+hushtest::ChildReport RunWithRefusedText(const std::string& dir, bool deny_pwrite) {
+  return RunTwoSessions(
+      dir, [deny_pwrite] { return RefuseWritableText(deny_pwrite); },
+      [](const hush::patch::Stats& s) { return s.proc_mem_used; });
 }
 
 TEST(KeysUnwritableText, WarnsOnceAndStaticSitesStayDisabled) {
@@ -881,51 +890,16 @@ TEST(KeysUnwritableText, PatchesThroughProcSelfMemWhenMprotectIsRefused) {
 // No membarrier SYNC_CORE (a kernel without it, an emulator)
 // ---------------------------------------------------------------------------------------------
 
-// In a child: the patcher registers again as if the kernel refused SYNC_CORE, then two sessions
-// with keys:work enabled while a worker runs the sites, 50 calls each on this thread. Reports:
-// [wrong results, keys:work events of this thread, failed flag, sync_core_missing flag],
-// error = the child's stderr.
+// In a child: the patcher registers again as if the kernel refused SYNC_CORE, then the two
+// sessions of RunTwoSessions; the flag is sync_core_missing.
 hushtest::ChildReport RunWithoutSyncCore(const std::string& dir) {
-  hushtest::ChildReport r;
-  const std::string err_path = dir + "/stderr";
-  const int fd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0 || ::dup2(fd, 2) < 0) {
-    r.error = "setup failed: " + std::string(std::strerror(errno));
-    return r;
-  }
-  hush::patch::RefuseSyncCoreForTesting();
-  std::uint64_t wrong = 0;
-  std::uint64_t recorded = 0;
-  for (int round = 0; round < 2; ++round) {
-    const std::string trace = dir + "/trace" + std::to_string(round);
-    hush::SessionOptions o;
-    o.events = {"keys:work"};
-    o.output_dir = trace;
-    std::string error;
-    auto s = hush::Session::Start(o, &error);
-    if (s == nullptr) {
-      r.error = "Session::Start: " + error;
-      return r;
-    }
-    {
-      Workers workers(1);
-      OnFreshThread([&] {
-        for (int i = 0; i < 50; ++i) wrong += Work(i) != Expected(i);
-      });
-      workers.Join();
-      wrong += workers.wrong();
-    }
-    s->Stop();
-    std::string cli_error;
-    for (const CliEvent& e : ReadWithCli(trace, &cli_error)) {
-      recorded += e.name == "keys:work" && e.Int("x") < kWorkerBase;
-    }
-    if (!cli_error.empty()) r.error += cli_error;
-  }
-  const hush::patch::Stats stats = hush::patch::GetStats();
-  r.numbers = {wrong, recorded, stats.failed ? 1u : 0u, stats.sync_core_missing ? 1u : 0u};
-  r.error += hushtest::ReadFile(err_path);
-  return r;
+  return RunTwoSessions(
+      dir,
+      [] {
+        hush::patch::RefuseSyncCoreForTesting();
+        return true;
+      },
+      [](const hush::patch::Stats& s) { return s.sync_core_missing; });
 }
 
 // aarch64 patches with the plain expedited membarrier (its IPI's exception return synchronizes

@@ -32,8 +32,8 @@
 // that may be swapped while other CPUs execute them (Arm ARM B2.2.5, "Concurrent modification and
 // execution of instructions"), so there is no trap state: one aligned 32-bit store, the cache
 // maintenance and a context synchronization on every CPU (src/patch/arch/aarch64.cc). The table
-// entry is the same; the descriptor's address goes through the "S" constraint (a symbolic
-// address), which aarch64 GCC accepts in position-independent code where "i" is refused.
+// entry is the same; the descriptor's address goes through HUSH_INTERNAL_ASM_SYMBOL ("S", a
+// symbolic address, which aarch64 GCC accepts in position-independent code where "i" is refused).
 //
 //   event          instruction at the site   disabled cost
 //   -------------  ------------------------  -------------
@@ -75,7 +75,7 @@ template <const Descriptor& kDesc>
       ".pushsection hush_jump, \"a?\"\n\t.balign 4\n\t"
       ".long 1b - ., %l[enabled] - ., %c0 - .\n\t.popsection"
       :
-      : "S"(&kDesc)
+      : HUSH_INTERNAL_ASM_SYMBOL(&kDesc)
       :
       : enabled);
   return false;
