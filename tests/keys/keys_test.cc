@@ -255,13 +255,8 @@ TEST(KeysPrepare, PrepareCodeCopiesTheTextPageUnchangedAndLeavesItReadExecute) {
   site.addr = reinterpret_cast<std::uintptr_t>(fn);
   site.resume = site.addr + 5;
   hush::patch::PrepareCode({&site, 1});
-  // Whether this kernel has MADV_POPULATE_WRITE (5.14), asked on a page of our own.
-  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  void* probe = ::mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(probe, MAP_FAILED);
-  const bool supported = ::madvise(probe, page, 23 /* MADV_POPULATE_WRITE */) == 0;
-  ::munmap(probe, page);
-  if (!supported) GTEST_SKIP() << "MADV_POPULATE_WRITE unsupported (kernel < 5.14)";
+  // Whether MADV_POPULATE_WRITE works here, asked on pages of our own.
+  if (const std::string why = hushtest::PopulateWriteProblem(); !why.empty()) GTEST_SKIP() << why;
   const std::uint64_t after = PageMapEntry(fn);
   EXPECT_EQ((after >> 61) & 1, 0u) << "still the file's page, not a private copy";
   EXPECT_NE(after >> 63, 0u);
