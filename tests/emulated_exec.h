@@ -4,9 +4,10 @@
 // and exports it to the test as HUSH_TEST_EMULATOR. A test that executes another program of the
 // build (a child, a victim, the CLI) gets ENOEXEC from the host kernel unless binfmt_misc knows
 // the architecture, which a container usually does not: EmulatedArgv() puts the emulator in
-// front of every program of the test's own architecture in argv (the program itself and, for
-// `hushtrace record -- PROGRAM`, the program after "--"). Host programs (babeltrace2, the native
-// hush_bt_dump that reads the cross build's traces) run as they are. Native builds: no change.
+// front of every program of the test's own architecture in argv: the program itself, the word
+// after "--", and PROGRAM of `hushtrace record [OPTIONS] PROGRAM`. Host programs (babeltrace2,
+// the native hush_bt_dump that reads the cross build's traces) run as they are. Native builds:
+// no change.
 #ifndef HUSHTRACE_TESTS_EMULATED_EXEC_H_
 #define HUSHTRACE_TESTS_EMULATED_EXEC_H_
 
@@ -49,13 +50,23 @@ inline std::vector<std::string> TestEmulator() {
   return words;
 }
 
+// Whether this test runs under an emulator (a cross build's ctest).
+inline bool Emulated() { return !TestEmulator().empty(); }
+
 inline std::vector<std::string> EmulatedArgv(const std::vector<std::string>& argv) {
   const std::vector<std::string> emu = TestEmulator();
   if (emu.empty()) return argv;
   std::vector<std::string> out;
+  // `hushtrace record [OPTIONS] PROGRAM`: PROGRAM is the first program of ours after "record".
+  bool record = argv.size() > 1 && argv[1] == "record";
   bool program_next = true;  // argv[0], then the word after "--"
-  for (const std::string& a : argv) {
-    if (program_next && IsOwnArchitectureElf(a)) out.insert(out.end(), emu.begin(), emu.end());
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    const bool program = program_next || (record && i > 1);
+    if (program && IsOwnArchitectureElf(a)) {
+      out.insert(out.end(), emu.begin(), emu.end());
+      record = record && i == 0;  // after PROGRAM come its own arguments
+    }
     program_next = a == "--";
     out.push_back(a);
   }
