@@ -79,7 +79,8 @@ std::string BuildMetadata(const TraceInfo& info, const std::vector<const registr
   m += "\tprocname = " + Quote(info.procname) + ";\n";
   m += "\thostname = " + Quote(info.hostname) + ";\n";
   m += "\thushtrace_mode = " + Quote(info.mode) + ";\n";
-  m += "\thushtrace_clock_source = " + Quote(info.clock.use_tsc ? clock::CounterName() : "monotonic") + ";\n";
+  m += "\thushtrace_clock_source = " +
+       Quote(info.clock.use_tsc ? clock::CounterName() : "monotonic") + ";\n";
   m += "\thushtrace_clock_freq_source = " + Quote(info.clock.freq_source) + ";\n};\n\n";
   bool own_clock = true;
   for (std::uint8_t b : info.clock_uuid) own_clock = own_clock && b == 0;

@@ -4,7 +4,6 @@
 #include "clock/clock.h"
 
 #include <gtest/gtest.h>
-
 #include <time.h>
 
 #include <chrono>
@@ -17,7 +16,8 @@ using hush::clock::Calibration;
 using hush::clock::Refine;
 
 TEST(Clock, LaterCalibrationsStartFromTheBestEstimate) {
-  if (!hush::clock::TscIsInvariant()) GTEST_SKIP() << "no invariant TSC: sessions use CLOCK_MONOTONIC";
+  if (!hush::clock::TscIsInvariant())
+    GTEST_SKIP() << "no invariant TSC: sessions use CLOCK_MONOTONIC";
   // The first of this process: a spin, or on aarch64 CNTFRQ_EL0 (nothing measured yet).
   Calibration first = Calibrate();
   if (hush::clock::CounterFrequency() != 0) {

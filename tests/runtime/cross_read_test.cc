@@ -119,9 +119,8 @@ TEST_F(CrossRead, BabeltraceCliReadsItWithoutWarnings) {
 }
 
 TEST_F(CrossRead, HushtraceDumpReadsEveryEvent) {
-  const hushtest::ProcessResult r =
-      hushtest::RunProcess({HUSH_READER_CLI, "dump", trace_, "-e", "xr:ints"}, hushtest::ChildEnv(),
-                           120);
+  const hushtest::ProcessResult r = hushtest::RunProcess(
+      {HUSH_READER_CLI, "dump", trace_, "-e", "xr:ints"}, hushtest::ChildEnv(), 120);
   ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
   std::size_t lines = 0;
   for (std::size_t at = r.out.find(" xr:ints "); at != std::string::npos;

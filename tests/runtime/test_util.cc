@@ -525,8 +525,8 @@ ProcessResult RunBabeltrace(const std::string& dir) {
 std::string PopulateWriteProblem() {
   const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
   constexpr std::size_t kPages = 4;
-  void* p = ::mmap(nullptr, kPages * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                   -1, 0);
+  void* p =
+      ::mmap(nullptr, kPages * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return std::string("mmap: ") + std::strerror(errno);
   std::string problem;
   if (::madvise(p, kPages * page, 23 /* MADV_POPULATE_WRITE */) != 0) {
@@ -541,8 +541,9 @@ std::string PopulateWriteProblem() {
     }
     if (fd >= 0) ::close(fd);
     if (present != kPages) {
-      problem = "madvise(MADV_POPULATE_WRITE) succeeds but populates nothing (qemu-user ignores "
-                "madvise advice)";
+      problem =
+          "madvise(MADV_POPULATE_WRITE) succeeds but populates nothing (qemu-user ignores "
+          "madvise advice)";
     }
   }
   ::munmap(p, kPages * page);

@@ -35,7 +35,7 @@ namespace hush::patch::arch {
 namespace {
 
 constexpr std::uint32_t kNop = 0xd503201f;
-constexpr std::uint32_t kB = 0x14000000;         // b imm26: offset / 4 in bits 25:0
+constexpr std::uint32_t kB = 0x14000000;                     // b imm26: offset / 4 in bits 25:0
 constexpr std::uint32_t kBrk = 0xd4200000 | (0x4873u << 5);  // brk #0x4873
 constexpr std::uint8_t kBrkBytes[4] = {kBrk & 0xff, (kBrk >> 8) & 0xff, (kBrk >> 16) & 0xff,
                                        kBrk >> 24};
@@ -68,7 +68,9 @@ bool EncodeJump(std::uintptr_t site, std::uintptr_t target, std::uint8_t* out) {
 // before it would classify an entry.
 EntryKind ClassifyEntry(const std::uint8_t*) { return EntryKind::kOther; }
 std::size_t EntryStubSize() { return 0; }
-bool EncodeEntryStub(std::uintptr_t, std::uintptr_t, std::uintptr_t, std::uint8_t*) { return false; }
+bool EncodeEntryStub(std::uintptr_t, std::uintptr_t, std::uintptr_t, std::uint8_t*) {
+  return false;
+}
 
 void StoreCode(std::uintptr_t addr, const std::uint8_t* bytes, std::size_t n) {
   if (n == 4 && (addr & 3) == 0) {
