@@ -31,7 +31,7 @@ configure_build = cmake -S . -B $(1) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $
                   && cmake --build $(1) -j$(JOBS)
 
 .PHONY: all build setup setup-peers demo test check test-normal test-install test-asan test-tsan \
-        test-fuzz fuzz fuzz-build soak bench clean format format-check tidy
+        test-fuzz fuzz fuzz-build soak bench clean format format-check tidy test-aarch64
 
 all: build
 
@@ -62,7 +62,7 @@ check: setup
 
 # Stops at the first failing step.
 test: setup
-	@$(MAKE) --no-print-directory -j1 test-normal test-install test-asan test-tsan test-fuzz
+	@$(MAKE) --no-print-directory -j1 test-normal test-install test-asan test-tsan test-fuzz test-aarch64
 	@echo "test: all builds passed"
 
 test-normal: setup
@@ -82,6 +82,18 @@ test-asan: setup
 test-tsan: setup
 	$(call configure_build,build-tsan,$(SAN_CMAKE_ARGS) -DHUSH_SANITIZE=thread)
 	$(TSAN_ENV) $(CTEST) build-tsan $(SAN_CTEST_ARGS)
+
+# The aarch64 tier: cross-built (cmake/toolchains/aarch64-linux-gnu.cmake), run under qemu-aarch64
+# by ctest. Traces written under the emulator are read by the native build's hush_bt_dump,
+# babeltrace2 and hushtrace (the format is the same on both). Tests qemu-user cannot run skip
+# with the reason. AARCH64_CTEST_ARGS picks the tests (default: all but the slow ones).
+AARCH64_CTEST_ARGS ?= -LE slow
+test-aarch64: setup
+	cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_ARGS) \
+	  && cmake --build build -j$(JOBS) --target hush_bt_dump hushtrace
+	$(call configure_build,build-aarch64,$(SAN_CMAKE_ARGS) \
+	  -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake -DHUSH_HOST_BUILD_DIR=$(CURDIR)/build)
+	$(CTEST) build-aarch64 $(AARCH64_CTEST_ARGS)
 
 # The fuzz targets (fuzz/, clang + libFuzzer + ASan/UBSan). Seeds come from traces recorded by the
 # normal build's test programs (fuzz/make_corpus.sh); the corpus grows in $(FUZZ_CORPUS).
@@ -118,7 +130,7 @@ bench-compare-quick: build setup-peers
 	python3 bench/compare/run.py --quick --build-dir $(BUILD) $(ARGS)
 
 clean:
-	rm -rf $(BUILD) build build-asan build-tsan build-fuzz
+	rm -rf $(BUILD) build build-asan build-tsan build-fuzz build-aarch64
 
 format:
 	clang-format -i $(SOURCES)

@@ -238,10 +238,15 @@ HUSH_C_API void hush_c_synchronize_probes(void) HUSH_C_INTERNAL_NOEXCEPT;
 
 /* Appends the descriptor's address to section hush_desc (no instruction). Same directive as
  * HUSH_INTERNAL_REGISTER_DESCRIPTOR in hushtrace/internal/descriptor.h. */
+#if defined(__aarch64__) && !defined(__clang__)
+#define HUSH_C_INTERNAL_ASM_SYMBOL "S" /* aarch64 GCC: "i" is refused for a symbol in PIC */
+#else
+#define HUSH_C_INTERNAL_ASM_SYMBOL "i"
+#endif
 #define HUSH_C_INTERNAL_REGISTER(desc)                                                        \
   __asm__ __volatile__(".pushsection hush_desc,\"aw\"\n\t.balign 8\n\t.quad %c0\n\t.popsection" \
                        :                                                                      \
-                       : "i"(&(desc)))
+                       : HUSH_C_INTERNAL_ASM_SYMBOL(&(desc)))
 
 /* The HTP1 metadata record (docs/format.md, section 5) of a site, built at compile time, and its
  * descriptor. `strings` is one string literal: provider\0name\0file[\0field\0code]...; its own

@@ -77,12 +77,36 @@ bool TscIsInvariant() {
     if (__get_cpuid(0x80000000, &a, &b, &c, &d) == 0 || a < 0x80000007) return false;
     __get_cpuid(0x80000007, &a, &b, &c, &d);
     return (d & (1u << 8)) != 0;
+#elif defined(__aarch64__)
+    // The generic timer's virtual count is system-wide and runs at a constant rate by
+    // definition (Arm ARM D11.1.2, "The system counter"); Linux lets EL0 read it (its vDSO
+    // does). Usable unless the firmware left CNTFRQ_EL0 unprogrammed (0).
+    return CounterFrequency() != 0;
 #else
     return false;
 #endif
   }();
   return invariant;
 }
+
+std::uint64_t CounterFrequency() {
+#if defined(__aarch64__)
+  std::uint64_t f;
+  // Written by the firmware at boot and constant after: no barrier needed.
+  asm volatile("mrs %0, cntfrq_el0" : "=r"(f));
+  return f & 0xffffffffu;  // bits 63:32 are RES0
+#else
+  return 0;
+#endif
+}
+
+#if defined(__aarch64__)
+const char* CounterName() { return "cntvct"; }
+const char* CounterDescription() { return "CNTVCT_EL0, calibrated to CLOCK_REALTIME"; }
+#else
+const char* CounterName() { return "tsc"; }
+const char* CounterDescription() { return "TSC, calibrated to CLOCK_REALTIME"; }
+#endif
 
 std::uint64_t Now(bool use_tsc) {
   return use_tsc ? internal::ReadCycleCounter() : ReadNs(CLOCK_MONOTONIC);
@@ -111,6 +135,13 @@ Calibration Calibrate() {
     c.freq_hz = best;
     c.span_ns = g_best_span.load(std::memory_order_relaxed);
     c.freq_source = g_best_refined.load(std::memory_order_relaxed) ? "span" : "spin";
+  } else if (const std::uint64_t nominal = CounterFrequency(); nominal != 0) {
+    // aarch64: the counter states its own frequency (CNTFRQ_EL0), so there is nothing to spin
+    // for; Refine() measures it over the session's span like the TSC's (a wrongly programmed
+    // CNTFRQ_EL0 is then corrected) but does not make it the process's best estimate before.
+    c.freq_hz = nominal;
+    c.span_ns = 0;
+    c.freq_source = "cntfrq";
   } else {
     // Provisional frequency over a ~50 us spin; Refine() replaces it.
     std::uint64_t ticks, mono;

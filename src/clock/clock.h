@@ -23,7 +23,8 @@ namespace hush::clock {
 struct Calibration {
   bool use_tsc = false;
   std::uint64_t freq_hz = 1000000000;
-  std::string freq_source;  // "nominal" (ns clock), "spin" (start estimate), "span" (refined)
+  // "nominal" (ns clock), "spin" (start estimate), "cntfrq" (aarch64 start), "span" (refined)
+  std::string freq_source;
   // Wall-clock time of counter value 0, split as CTF wants it: offset_s seconds plus
   // offset_cycles counter cycles.
   std::int64_t offset_s = 0;
@@ -35,7 +36,16 @@ struct Calibration {
   std::uint64_t span_ns = 0;  // length of the span the frequency was measured over
 };
 
+// Whether the cycle counter can time a session: an invariant TSC (x86-64) or the generic
+// timer's CNTVCT_EL0 with a programmed CNTFRQ_EL0 (aarch64).
 bool TscIsInvariant();
+// The counter's frequency as the hardware states it: CNTFRQ_EL0 on aarch64 (the start estimate,
+// freq_source "cntfrq"); 0 where there is none (x86-64: the TSC frequency is measured).
+std::uint64_t CounterFrequency();
+// The counter's name in the trace metadata (hushtrace_clock_source): "tsc" or "cntvct".
+const char* CounterName();
+// The metadata's clock description when the counter is used.
+const char* CounterDescription();
 // Reads the session clock (cycle counter or CLOCK_MONOTONIC ns).
 std::uint64_t Now(bool use_tsc);
 Calibration Calibrate();

@@ -49,7 +49,9 @@ bool FindArray(const ElfFile& file, const char* name, std::uint32_t note_type, R
         const std::uint64_t start = n.desc_addr + static_cast<std::uint64_t>(offsets[0]);
         const std::uint64_t stop = n.desc_addr + 8 + static_cast<std::uint64_t>(offsets[1]);
         found = true;
-        if (start != 0 && stop > start) {
+        // Offset 0: an undefined weak bound (no such section) as aarch64 BFD ld resolves it (to
+        // the place itself; x86-64 gives 0 - place, i.e. start == 0).
+        if (offsets[0] != 0 && offsets[1] != 0 && start != 0 && stop > start) {
           range->start = start;
           range->size = stop - start;
         }

@@ -84,7 +84,7 @@ std::string BuildMetadata(const TraceInfo& info, const std::vector<const registr
   m += "\tprocname = " + Quote(info.procname) + ";\n";
   m += "\thostname = " + Quote(info.hostname) + ";\n";
   m += "\thushtrace_mode = " + Quote(info.mode) + ";\n";
-  m += "\thushtrace_clock_source = " + Quote(info.clock.use_tsc ? "tsc" : "monotonic") + ";\n";
+  m += "\thushtrace_clock_source = " + Quote(info.clock.use_tsc ? clock::CounterName() : "monotonic") + ";\n";
   m += "\thushtrace_clock_freq_source = " + Quote(info.clock.freq_source) + ";\n";
   if (info.events_lost_on_write != 0) {
     m += "\thushtrace_events_lost_on_write = " + std::to_string(info.events_lost_on_write) + ";\n";
@@ -99,7 +99,7 @@ std::string BuildMetadata(const TraceInfo& info, const std::vector<const registr
   m += std::string(kClockBlockPrefix) +
        (own_clock ? uuid : UuidToString(info.clock_uuid)) + "\";\n";
   m += "\tdescription = " +
-       Quote(info.clock.use_tsc ? "TSC, calibrated to CLOCK_REALTIME" : "CLOCK_MONOTONIC") + ";\n";
+       Quote(info.clock.use_tsc ? clock::CounterDescription() : "CLOCK_MONOTONIC") + ";\n";
   m += "\tfreq = " + std::to_string(info.clock.freq_hz) + ";\n";
   m += "\tprecision = " + std::to_string(info.clock.use_tsc ? 100 : 1) + ";\n";
   m += "\toffset_s = " + std::to_string(info.clock.offset_s) + ";\n";

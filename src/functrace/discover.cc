@@ -424,7 +424,7 @@ bool Start(const Options& options, std::string* error) {
     *error = "function tracing is already active";
     return false;
   }
-  if (patch::arch::SiteSize() == 0 || patch::arch::Unsupported() != nullptr) {
+  if (patch::arch::EntryStubSize() == 0 || patch::arch::Unsupported() != nullptr) {
     *error = "function tracing is not supported on this architecture";
     return false;
   }

@@ -93,22 +93,50 @@ void Fail(const std::string& why) {
 
 long Membarrier(int cmd) { return ::syscall(SYS_membarrier, cmd, 0, 0); }
 
+// The membarrier command of Sync() and its registration: SYNC_CORE, or on an architecture whose
+// return from an interrupt is itself context-synchronizing (arch.h) the plain expedited command
+// when SYNC_CORE is missing (a kernel without CONFIG_ARCH_HAS_MEMBARRIER_SYNC_CORE, an emulator).
+int g_sync_cmd = MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE;
+int g_sync_register_cmd = MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE;
+std::atomic<bool> g_sync_core_missing{false};  // statistics and tests (relaxed)
+bool g_refuse_sync_core_for_testing = false;   // patch mutex
+
+int RegisterSyncCore() {
+  if (g_refuse_sync_core_for_testing) {
+    errno = EINVAL;  // what a kernel without SYNC_CORE answers
+    return -1;
+  }
+  return static_cast<int>(Membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE));
+}
+
 // Registration is per process and inherited by fork() children; it is never done at start-up.
 bool EnsureSyncCore(std::string* why) {
   if (g_sync_registered) return true;
-  if (Membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE) != 0) {
-    *why = Errno("membarrier SYNC_CORE registration", errno);
-    return false;
+  if (RegisterSyncCore() != 0) {
+    const int err = errno;
+    if (!arch::ExpeditedMembarrierSynchronizes() ||
+        Membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) != 0) {
+      *why = Errno("membarrier SYNC_CORE registration", err);
+      return false;
+    }
+    g_sync_cmd = MEMBARRIER_CMD_PRIVATE_EXPEDITED;
+    g_sync_register_cmd = MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED;
+    if (!g_sync_core_missing.exchange(true, std::memory_order_relaxed)) {
+      std::fprintf(stderr,
+                   "hushtrace: membarrier SYNC_CORE unavailable (%s); patching with "
+                   "MEMBARRIER_CMD_PRIVATE_EXPEDITED, whose IPI returns through a "
+                   "context-synchronizing exception return on this architecture\n",
+                   std::strerror(err));
+    }
   }
   g_sync_registered = true;
   return true;
 }
 
 void Sync() {
-  if (Membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE) == 0) return;
+  if (Membarrier(g_sync_cmd) == 0) return;
   // EPERM: not registered (a process that was not the registrant's fork). Register, retry once.
-  if (errno == EPERM && Membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE) == 0 &&
-      Membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE) == 0) {
+  if (errno == EPERM && Membarrier(g_sync_register_cmd) == 0 && Membarrier(g_sync_cmd) == 0) {
     return;
   }
   Fail(Errno("membarrier SYNC_CORE", errno));
@@ -291,31 +319,40 @@ bool RunBatch(std::vector<Work>& work) {
   trap::AddKnownSites(addrs);
   trap::Publish(resume);
 
-  // 2. Trap opcode on byte 0. A site whose byte cannot be written is left as it was.
-  for (Work& w : work) {
-    if (w.method != Method::kSkip && !WriteText(w.method, w.addr, arch::TrapOpcode(), head)) {
-      if (why.mem.empty()) why.mem = Errno("/proc/self/mem", errno);
-      w.method = Method::kSkip;
+  // Sites swapped by one store (arch.h, OneStoreSites: aarch64 NOP <-> B) skip steps 2 and 3:
+  // step 4 alone writes the whole instruction, and no trap opcode is ever written.
+  if (!arch::OneStoreSites()) {
+    // 2. Trap opcode on byte 0. A site whose byte cannot be written is left as it was.
+    for (Work& w : work) {
+      if (w.method != Method::kSkip && !WriteText(w.method, w.addr, arch::TrapOpcode(), head)) {
+        if (why.mem.empty()) why.mem = Errno("/proc/self/mem", errno);
+        w.method = Method::kSkip;
+      }
     }
+    Sync();
+    AfterStep(2);
+    // 3. Bytes 1..4. If they cannot be written, step 4 puts the old byte 0 back.
+    for (Work& w : work) {
+      if (w.method != Method::kSkip &&
+          !WriteText(w.method, w.addr + head, w.bytes + head, size - head)) {
+        std::memcpy(w.bytes, w.old_head, head);
+        if (why.mem.empty()) why.mem = Errno("/proc/self/mem", errno);
+        w.failed = true;
+      }
+    }
+    Sync();
+    AfterStep(3);
   }
-  Sync();
-  AfterStep(2);
-  // 3. Bytes 1..4. If they cannot be written, step 4 puts the old byte 0 back.
+  // 4. Byte 0 (one-store sites: the whole instruction): the new instruction is whole.
+  std::size_t written = 0;
   for (Work& w : work) {
-    if (w.method != Method::kSkip &&
-        !WriteText(w.method, w.addr + head, w.bytes + head, size - head)) {
-      std::memcpy(w.bytes, w.old_head, head);
+    if (w.method == Method::kSkip) continue;
+    if (!WriteText(w.method, w.addr, w.bytes, head)) {
+      // Only reachable for one-store sites (a failed step 2 skips the others): the site keeps
+      // its old instruction.
       if (why.mem.empty()) why.mem = Errno("/proc/self/mem", errno);
       w.failed = true;
     }
-  }
-  Sync();
-  AfterStep(3);
-  // 4. Byte 0: the new instruction is whole.
-  std::size_t written = 0;
-  for (const Work& w : work) {
-    if (w.method == Method::kSkip) continue;
-    WriteText(w.method, w.addr, w.bytes, head);
     written += w.failed ? 0 : 1;
   }
   Sync();
@@ -415,6 +452,12 @@ void Prepare() {
   EnsureSyncCore(&why);  // a failure is reported by the first batch, which retries
 }
 
+void RefuseSyncCoreForTesting() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_refuse_sync_core_for_testing = true;
+  g_sync_registered = false;
+}
+
 void SetStepHookForTesting(void (*hook)(int step)) {
   std::lock_guard<std::mutex> lock(g_mu);
   g_step_hook = hook;
@@ -428,6 +471,7 @@ Stats GetStats() {
   s.traps_chained = trap::TrapsChained();
   s.proc_mem_used = g_proc_mem_used.load(std::memory_order_relaxed);
   s.failed = g_failed.load(std::memory_order_relaxed);
+  s.sync_core_missing = g_sync_core_missing.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -65,6 +65,10 @@ void PrepareCode(std::span<const CodeSite> sites);
 // which waits for an RCU grace period in the kernel: ~15 ms on a loaded 2-vCPU VM), so that a
 // later SetSites() does not pay it. The live-control thread calls it when it starts.
 void Prepare();
+// Tests: makes the next batch register for membarrier again as if the kernel had no SYNC_CORE
+// (EINVAL): an architecture where the plain expedited command synchronizes (aarch64) patches with
+// it and says so once on stderr; others fail the batch with the usual warning. Irreversible.
+void RefuseSyncCoreForTesting();
 // Tests: `hook` is called on the patching thread right after the sync that ends steps 2, 3 and 4
 // of every batch (patch.cc), with the step number, the patch mutex held; nullptr removes it.
 // A hook that runs a site of the batch traps and is stepped over by the SIGTRAP handler.
@@ -78,6 +82,7 @@ struct Stats {
   std::uint64_t traps_chained = 0;  // other SIGTRAPs, passed to the program's disposition
   bool proc_mem_used = false;       // some batch wrote through /proc/self/mem
   bool failed = false;              // some site could not be patched (the warning was printed)
+  bool sync_core_missing = false;   // membarrier SYNC_CORE refused: plain expedited (aarch64)
 };
 Stats GetStats();
 

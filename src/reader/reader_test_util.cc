@@ -12,6 +12,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "emulated_exec.h"
+
 extern char** environ;
 
 namespace hush::reader::test {
@@ -47,7 +49,8 @@ void WriteFile(const std::string& path, std::string_view content) {
   if (!out) throw std::runtime_error("cannot write " + path);
 }
 
-CommandResult RunCommand(const std::vector<std::string>& argv) {
+CommandResult RunCommand(const std::vector<std::string>& program_argv) {
+  const std::vector<std::string> argv = hushtest::EmulatedArgv(program_argv);
   CommandResult r;
   const std::string dir = MakeTempDir("cmd");
   const std::string out_path = dir + "/out", err_path = dir + "/err";

@@ -692,7 +692,12 @@ class RingPlanner {
       rep_->notes.push_back("packet " + Num(s) + ": " + Num(before + p.events) +
                             " events decoded, the ring header counted " + Num(total));
     }
-    if (open) p.ts_end = std::max({Get(h_.commit.timestamp), p.ts_begin, rest.last_ts});
+    // The open packet ends at its last decoded event. Not the ring header's commit timestamp:
+    // it belongs to the event being written at the crash (dropped), and a damaged header can
+    // put anything there; a far-future value overflows a reader's conversion to ns (babeltrace2
+    // then refuses the stream: seen with aarch64's 62.5 MHz counter under qemu, where ns = 16 x
+    // cycles).
+    if (open) p.ts_end = std::max(p.ts_begin, rest.last_ts);
     p.extra_lost = extra_;
     pieces->push_back(p);
   }

@@ -41,6 +41,10 @@ bool NoteRange(const char* desc, std::uintptr_t* start, std::uintptr_t* stop) {
   std::int64_t to_start, to_stop;
   std::memcpy(&to_start, desc, 8);
   std::memcpy(&to_stop, desc + 8, 8);
+  // An offset of 0 is a weak bound left undefined (no such section in the module): aarch64 BFD ld
+  // resolves a PC-relative reference to an undefined weak symbol to the place itself, where
+  // x86-64's gives 0 - place (start == 0 below).
+  if (to_start == 0 || to_stop == 0) return false;
   *start = reinterpret_cast<std::uintptr_t>(desc) + static_cast<std::uintptr_t>(to_start);
   *stop = reinterpret_cast<std::uintptr_t>(desc + 8) + static_cast<std::uintptr_t>(to_stop);
   return *start != 0 && *stop > *start;

@@ -17,6 +17,8 @@
 #include <sstream>
 #include <thread>
 
+#include "emulated_exec.h"
+
 namespace hush::clitest {
 namespace {
 
@@ -41,7 +43,8 @@ std::string Env(const char* name) {
 
 }  // namespace
 
-RunResult RunCommand(const std::vector<std::string>& argv, const RunOptions& options) {
+RunResult RunCommand(const std::vector<std::string>& program_argv, const RunOptions& options) {
+  const std::vector<std::string> argv = hushtest::EmulatedArgv(program_argv);
   RunResult result;
   int out_pipe[2], err_pipe[2];
   if (::pipe2(out_pipe, O_CLOEXEC) != 0) return result;
@@ -107,8 +110,9 @@ RunResult RunCommand(const std::vector<std::string>& argv, const RunOptions& opt
   return result;
 }
 
-pid_t Spawn(const std::vector<std::string>& argv, const std::string& out_file,
+pid_t Spawn(const std::vector<std::string>& program_argv, const std::string& out_file,
             const std::string& err_file) {
+  const std::vector<std::string> argv = hushtest::EmulatedArgv(program_argv);
   std::vector<char*> args = CArgs(argv);
   const pid_t pid = ::fork();
   if (pid == 0) {

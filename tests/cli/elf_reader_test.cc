@@ -140,6 +140,10 @@ TEST(ElfReader, RelocatableObjectUsesSymbolRelocations) {
 
 #ifdef CLI_TP_RELR
 TEST(ElfReader, PackedRelativeRelocations) {
+#if defined(__aarch64__)
+  GTEST_SKIP() << "GNU ld 2.40 accepts -z pack-relative-relocs on aarch64 but writes no DT_RELR "
+                  "(RELA only): nothing packed to read";
+#endif
   auto f = OpenOrDie(CLI_TP_RELR);
   ASSERT_TRUE(f);
   EXPECT_EQ(DescRelocations(*f), std::set<ElfFile::Relocation>{ElfFile::Relocation::kRelr});

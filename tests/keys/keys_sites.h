@@ -17,6 +17,12 @@ HUSH_TRACEPOINT(keys, late, (std::int32_t, x))  // also emitted by the dlopened 
 namespace keystest {
 
 inline constexpr bool kStaticKeys = HUSH_INTERNAL_STATIC_KEYS != 0;
+// aarch64 sites are swapped in one store, without the trap steps (src/patch/arch/aarch64.cc).
+#if defined(__aarch64__)
+inline constexpr bool kOneStoreSites = kStaticKeys;
+#else
+inline constexpr bool kOneStoreSites = false;
+#endif
 inline constexpr std::uint8_t kNop5[5] = {0x0f, 0x1f, 0x44, 0x00, 0x00};
 
 // The function every test calls: its result is checkable, its sites cover every macro kind.
@@ -28,6 +34,22 @@ struct SiteInfo {
   const hush::internal::Descriptor* descriptor = nullptr;
   std::string event;  // "provider:name" from the descriptor's metadata record
 
+#if defined(__aarch64__)
+  // aarch64: one `nop` (d503201f), or `b imm26` (000101 in bits 31:26), words from the branch.
+  std::uint32_t Insn() const {
+    std::uint32_t insn;
+    std::memcpy(&insn, reinterpret_cast<const void*>(addr), 4);
+    return insn;
+  }
+  bool IsNop() const { return Insn() == 0xd503201fu; }
+  bool IsJumpToTarget() const {
+    const std::uint32_t insn = Insn();
+    // Sign-extend imm26: shift it to the top of a 32-bit word, then arithmetic shift back.
+    const std::int32_t words = static_cast<std::int32_t>(insn << 6) >> 6;
+    return (insn & 0xfc000000u) == 0x14000000u &&
+           addr + static_cast<std::intptr_t>(words) * 4 == target;
+  }
+#else
   bool IsNop() const { return std::memcmp(reinterpret_cast<const void*>(addr), kNop5, 5) == 0; }
   // A jmp rel32 to the site's enabled block.
   bool IsJumpToTarget() const {
@@ -36,6 +58,7 @@ struct SiteInfo {
     std::memcpy(&rel, p + 1, 4);
     return p[0] == 0xe9 && addr + 5 + static_cast<std::intptr_t>(rel) == target;
   }
+#endif
 };
 
 // Decodes the entries in [start, stop): each field is an offset from its own address.

@@ -18,6 +18,8 @@
 #include <map>
 #include <thread>
 
+#include "emulated_exec.h"
+
 extern char** environ;
 
 namespace rectest {
@@ -31,8 +33,9 @@ std::string TempFile(const char* tag) {
 }
 
 // fork + exec with stdin from /dev/null, stdout to `out_fd`, stderr to `err_fd`.
-pid_t Spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env, int out_fd,
-            int err_fd) {
+pid_t Spawn(const std::vector<std::string>& program_argv, const std::vector<std::string>& env,
+            int out_fd, int err_fd) {
+  const std::vector<std::string> argv = hushtest::EmulatedArgv(program_argv);
   std::vector<char*> args, envp;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "emulated_exec.h"
 #include "runtime/test_util.h"
 
 namespace {
@@ -514,6 +515,10 @@ TEST_P(ProcessTest, FileSizeLimitBeforeTheFirstEventRefusesTheRingAndTheProgramR
 }
 
 TEST_P(ProcessTest, BufferAllocationFailureTurnsTracingOffWithAMessageAndTheProgramRunsOn) {
+  if (hushtest::Emulated()) {
+    GTEST_SKIP() << "under qemu-user RLIMIT_AS limits the emulator's own address-space "
+                    "reservations, not the program's mappings";
+  }
   TempDir dir("proc");
   const std::string out = dir.Sub("trace");
   // The address space is limited to 16 MiB over what the child maps before its first event: a
@@ -584,6 +589,10 @@ TEST_P(ProcessTest, DiskFullWhileStreamingKeepsTheTraceValidAndCountsEveryLostEv
 TEST_P(ProcessTest, OutputDirectoryMadeUnwritableWhileStreamingLosesOnlyWhatNeedsNewFiles) {
   if (::geteuid() != 0 || ::access("/usr/bin/setpriv", X_OK) != 0) {
     GTEST_SKIP() << "needs root and setpriv to run the child as another user";
+  }
+  if (hushtest::Emulated()) {
+    GTEST_SKIP() << "under qemu-user: setpriv (a host program) cannot exec the aarch64 child "
+                    "without binfmt_misc";
   }
   TempDir dir("proc");
   ASSERT_EQ(::chown(dir.path().c_str(), 65534, 65534), 0);

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -18,6 +19,8 @@
 #include <cstdio>
 #include <cstring>
 #include <sstream>
+
+#include "emulated_exec.h"
 
 extern char** environ;
 
@@ -43,8 +46,10 @@ std::vector<char*> CStrings(const std::vector<std::string>& v) {
 }
 
 // Spawns argv with stdin from `stdin_fd` (or /dev/null when -1), stdout and stderr to files.
-pid_t Spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env, int stdin_fd,
-            int stdin_close_fd, const std::string& out_path, const std::string& err_path) {
+pid_t Spawn(const std::vector<std::string>& program_argv, const std::vector<std::string>& env,
+            int stdin_fd, int stdin_close_fd, const std::string& out_path,
+            const std::string& err_path) {
+  const std::vector<std::string> argv = EmulatedArgv(program_argv);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   if (stdin_fd >= 0) {
@@ -515,6 +520,34 @@ RecordedLosses ReadRecordedLosses(const std::string& dir) {
 
 ProcessResult RunBabeltrace(const std::string& dir) {
   return RunProcess({"/usr/bin/babeltrace2", dir}, ChildEnv(), 120);
+}
+
+std::string PopulateWriteProblem() {
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  constexpr std::size_t kPages = 4;
+  void* p =
+      ::mmap(nullptr, kPages * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return std::string("mmap: ") + std::strerror(errno);
+  std::string problem;
+  if (::madvise(p, kPages * page, 23 /* MADV_POPULATE_WRITE */) != 0) {
+    problem = "MADV_POPULATE_WRITE unsupported (kernel < 5.14)";
+  } else {
+    const int fd = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    std::size_t present = 0;
+    for (std::size_t i = 0; fd >= 0 && i < kPages; ++i) {
+      std::uint64_t entry = 0;
+      const off_t at = static_cast<off_t>((reinterpret_cast<std::uintptr_t>(p) / page + i) * 8);
+      if (::pread(fd, &entry, sizeof entry, at) == 8 && (entry >> 63) != 0) ++present;
+    }
+    if (fd >= 0) ::close(fd);
+    if (present != kPages) {
+      problem =
+          "madvise(MADV_POPULATE_WRITE) succeeds but populates nothing (qemu-user ignores "
+          "madvise advice)";
+    }
+  }
+  ::munmap(p, kPages * page);
+  return problem;
 }
 
 std::string HelperPath(const char* name) { return std::string(HUSH_RT_HELPER_DIR) + "/" + name; }

@@ -42,6 +42,11 @@ std::vector<std::string> ListDir(const std::string& dir);
 // Permission bits (st_mode & 07777) from lstat, or -1.
 int Mode(const std::string& path);
 
+// "" if madvise(MADV_POPULATE_WRITE) populates pages here, else why not, for GTEST_SKIP: a kernel
+// older than 5.14 refuses it; qemu-user accepts it and does nothing (it ignores madvise advice).
+// Checked on an anonymous mapping of our own through /proc/self/pagemap.
+std::string PopulateWriteProblem();
+
 // --- child processes ---
 
 struct ProcessResult {

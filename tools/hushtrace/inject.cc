@@ -47,6 +47,9 @@ namespace hush::cli {
 namespace {
 
 constexpr char kBootstrapSymbol[] = "hushtrace_control_bootstrap";
+// The thread stop and register protocol below is x86-64's (orig_rax, rip, XSAVE state); on
+// other architectures CallInProcess refuses (the CLI says to use HUSHTRACE_CONTROL=1).
+#if defined(__x86_64__)
 constexpr long kERestartSys = 512, kERestartNoIntr = 513, kERestartNoHand = 514,
                kERestartBlock = 516;
 
@@ -77,6 +80,8 @@ const SafeCall* FindSafe(long nr) {
   return nullptr;
 }
 
+#endif  // __x86_64__
+
 std::string ReadSmall(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;
@@ -84,6 +89,7 @@ std::string ReadSmall(const std::string& path) {
   return ss.str();
 }
 
+#if defined(__x86_64__)
 bool FdIsStream(pid_t pid, unsigned long fd) {
   char target[256];
   const std::string link = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
@@ -250,6 +256,7 @@ bool CallStopped(pid_t tid, const Registers& saved, std::uint64_t fn, int* resul
   if (ok && !restored) *error = "cannot restore the thread's registers";
   return ok && restored;
 }
+#endif  // __x86_64__
 
 // Symbol value (link-time address) of `name` in .dynsym or .symtab of `file`.
 bool FindSymbolValue(const elf::ElfFile& file, const char* name, std::uint64_t* value) {
@@ -336,6 +343,7 @@ std::uint64_t FindBootstrap(pid_t pid, std::string* error) {
   return 0;
 }
 
+#if defined(__x86_64__)
 bool CallInProcess(pid_t pid, std::uint64_t fn, int timeout_ms, int* result, std::string* error) {
   const long deadline = NowMs() + timeout_ms;
   do {
@@ -367,5 +375,12 @@ bool CallInProcess(pid_t pid, std::uint64_t fn, int timeout_ms, int* result, std
            "HUSHTRACE_CONTROL=1";
   return false;
 }
+#else
+bool CallInProcess(pid_t, std::uint64_t, int, int*, std::string* error) {
+  *error = "attaching to a running process is implemented for x86-64 only; start the program with "
+           "HUSHTRACE_CONTROL=1 instead";
+  return false;
+}
+#endif  // __x86_64__
 
 }  // namespace hush::cli

@@ -129,11 +129,20 @@ static Descriptor site_descriptor{{0}, 0, kMetaRecord<Spec>.data()};
 
 }  // namespace hush::internal
 
+// The asm constraint for a symbol's address used as an assembler constant: "i" on x86-64;
+// aarch64 GCC refuses "i" for a symbol in position-independent code ("impossible constraint")
+// and has "S" (a symbolic address) for it.
+#if defined(__aarch64__) && !defined(__clang__)
+#define HUSH_INTERNAL_ASM_SYMBOL "S"
+#else
+#define HUSH_INTERNAL_ASM_SYMBOL "i"
+#endif
+
 // Records the descriptor's address in section hush_desc. Emits no instruction.
 #define HUSH_INTERNAL_REGISTER_DESCRIPTOR(desc)                                         \
   asm volatile(".pushsection hush_desc,\"aw\"\n\t.balign 8\n\t.quad %c0\n\t.popsection" \
                :                                                                        \
-               : "i"(&(desc)))
+               : HUSH_INTERNAL_ASM_SYMBOL(&(desc)))
 
 // The note that lets the runtime find this module's hush_desc section. One per module: the
 // COMDAT group makes the linker keep a single copy. The bounds are weak and hidden: a module that

@@ -27,7 +27,21 @@
 // while the state is 0, because disabling clears the state before it removes the jump, and a
 // fork child that could not un-patch keeps its parent's jumps with every state 0.
 //
-// Fallback (HUSH_NO_STATIC_KEYS defined, or not x86-64): load and branch, nothing is patched.
+// aarch64: the site is one 4-byte `nop` (d503201f), enabled a `b <enabled block>` (imm26, +-128
+// MiB, always in reach inside one function). Both are in the architecture's list of instructions
+// that may be swapped while other CPUs execute them (Arm ARM B2.2.5, "Concurrent modification and
+// execution of instructions"), so there is no trap state: one aligned 32-bit store, the cache
+// maintenance and a context synchronization on every CPU (src/patch/arch/aarch64.cc). The table
+// entry is the same; the descriptor's address goes through HUSH_INTERNAL_ASM_SYMBOL ("S", a
+// symbolic address, which aarch64 GCC accepts in position-independent code where "i" is refused).
+//
+//   event          instruction at the site   disabled cost
+//   -------------  ------------------------  -------------
+//   disabled       d503201f (nop)            1 instruction
+//   enabled        14xxxxxx (b enabled)      -
+//
+// Fallback (HUSH_NO_STATIC_KEYS defined, or neither x86-64 nor aarch64): load and branch,
+// nothing is patched.
 //
 //   x86-64:   cmpl $0, state(%rip) ; jne enabled      2 instructions when disabled
 //   generic:  relaxed load, test, branch              3 instructions when disabled
@@ -42,7 +56,7 @@
 
 #include "hushtrace/internal/descriptor.h"
 
-#if defined(__x86_64__) && !defined(HUSH_NO_STATIC_KEYS)
+#if (defined(__x86_64__) || defined(__aarch64__)) && !defined(HUSH_NO_STATIC_KEYS)
 #define HUSH_INTERNAL_STATIC_KEYS 1
 #else
 #define HUSH_INTERNAL_STATIC_KEYS 0
@@ -55,7 +69,19 @@ namespace hush::internal {
 // offset a link-time constant in position-independent code.
 template <const Descriptor& kDesc>
 [[gnu::always_inline]] inline bool IsEnabled() {
-#if HUSH_INTERNAL_STATIC_KEYS
+#if HUSH_INTERNAL_STATIC_KEYS && defined(__aarch64__)
+  asm goto(
+      "1:\n\tnop\n\t"
+      ".pushsection hush_jump, \"a?\"\n\t.balign 4\n\t"
+      ".long 1b - ., %l[enabled] - ., %c0 - .\n\t.popsection"
+      :
+      : HUSH_INTERNAL_ASM_SYMBOL(&kDesc)
+      :
+      : enabled);
+  return false;
+enabled:
+  return true;
+#elif HUSH_INTERNAL_STATIC_KEYS
   asm goto(
       "1:\n\t.byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n\t"
       ".pushsection hush_jump, \"a?\"\n\t.balign 4\n\t"

@@ -131,10 +131,15 @@ inline void CommitEvent(ThreadWriter& w, char* event_end, std::uint64_t ts) {
   const char* base = w.commit_base;
   w.pos = event_end;
   const std::uint64_t events = ++w.packet_events;
-  // Relaxed: ordered before the offset by the release store below; a reader re-checks the offset
-  // after reading the timestamp (Ring::WriteNew), so a newer timestamp is never paired with an
-  // older offset.
-  commit->timestamp.store(ts, std::memory_order_relaxed);
+  // Release, not relaxed: a reader (Ring::WriteNew) loads the timestamp, then the offset again
+  // after an acquire fence, and keeps the timestamp only if the offset did not move. Release
+  // orders the previous event's offset store before this timestamp, so a reader that sees this
+  // timestamp sees at least the previous offset: the timestamp it keeps is the last committed
+  // event's or the one in flight, never one further ahead (which would end the written part of
+  // the packet after the first event of its continuation). x86-64 orders stores anyway (a plain
+  // mov either way); on aarch64 a relaxed STR may become visible before the earlier STLR of the
+  // offset, so this is an STLR.
+  commit->timestamp.store(ts, std::memory_order_release);
   // Publish: pairs with the acquire load in Ring::WriteNew(); see file comment.
   commit->offset.store((events << kCommitEventsShift) | static_cast<std::uint64_t>(event_end - base),
                        std::memory_order_release);

@@ -1,5 +1,6 @@
 // What the patcher needs from an architecture. One implementation is compiled in:
-// arch/x86_64.cc on x86-64, arch/generic.cc (patching unsupported) everywhere else.
+// arch/x86_64.cc on x86-64, arch/aarch64.cc on aarch64, arch/generic.cc (patching unsupported)
+// everywhere else.
 //
 // The patch protocol (patch.cc) writes a site in three parts: the trap opcode over the first
 // kHeadSize bytes, then the tail, then the new head. An architecture whose sites are one
@@ -20,6 +21,15 @@ inline constexpr std::size_t kMaxHeadSize = 4;  // HeadSize() <= this (aarch64: 
 
 // nullptr if sites can be patched on this architecture, else why not (for the warning).
 const char* Unsupported();
+
+// Whether a site is one instruction that may be replaced by the other while other CPUs execute
+// it (aarch64: NOP <-> B), written with one store: patch.cc then skips the trap steps (2, 3).
+bool OneStoreSites();
+
+// Whether MEMBARRIER_CMD_PRIVATE_EXPEDITED alone makes every CPU running the process execute a
+// context synchronization (aarch64: its IPI returns to user space through ERET, which is one), so
+// that patch.cc may use it where the kernel has no SYNC_CORE command.
+bool ExpeditedMembarrierSynchronizes();
 
 // Size of a site in bytes, and how many leading bytes the trap opcode covers.
 std::size_t SiteSize();

@@ -6,6 +6,8 @@
 namespace hush::patch::arch {
 
 const char* Unsupported() { return "no code patcher for this architecture"; }
+bool ExpeditedMembarrierSynchronizes() { return false; }
+bool OneStoreSites() { return false; }
 
 std::size_t SiteSize() { return 0; }
 std::size_t HeadSize() { return 0; }

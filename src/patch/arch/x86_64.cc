@@ -23,6 +23,8 @@ constexpr std::uint8_t kJmpRel32 = 0xe9;
 }  // namespace
 
 const char* Unsupported() { return nullptr; }
+bool ExpeditedMembarrierSynchronizes() { return false; }
+bool OneStoreSites() { return false; }
 
 std::size_t SiteSize() { return sizeof kNop5; }
 std::size_t HeadSize() { return sizeof kInt3; }
