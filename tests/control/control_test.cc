@@ -4,12 +4,15 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+<<<<<<< HEAD
 #include <cstdio>
+=======
+#include <chrono>
+>>>>>>> h-robust
 #include <cstring>
 #include <string>
 #include <vector>
@@ -472,11 +475,11 @@ TEST(ControlTest, HostileStartRequestsAreRefusedAndTheProgramLives) {
 namespace hush::controltest {
 namespace {
 
+// CLOCK_MONOTONIC milliseconds, the clock of deadline-ms (steady_clock is CLOCK_MONOTONIC).
 std::uint64_t NowMs() {
-  timespec ts;
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000 +
-         static_cast<std::uint64_t>(ts.tv_nsec) / 1000000;
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                        std::chrono::steady_clock::now().time_since_epoch())
+                                        .count());
 }
 
 // Issue 17: `kill -STOP P; hushtrace stop P` waited 60 s, said "no reply", and the stop happened

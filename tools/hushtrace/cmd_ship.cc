@@ -31,10 +31,20 @@
 #include "hushtrace/reader.h"
 #include "open_trace.h"
 #include "recover/recover.h"
+#ifdef HUSH_HAVE_SQL
 #include "sql/clickhouse.h"
 #include "sql/tables.h"
+#endif
 
 namespace hush::cli {
+
+#ifndef HUSH_HAVE_SQL
+// A build without src/sql (a cross build whose sysroot has no libcurl: make test-aarch64).
+int RunShip(int, char**) {
+  std::fprintf(stderr, "hushtrace ship: not built into this hushtrace (built without libcurl)\n");
+  return 1;
+}
+#else
 namespace {
 
 constexpr const char kUsage[] =
@@ -511,5 +521,7 @@ int RunShip(int argc, char** argv) {
     if (!shipper.Ship(t)) status = 1;
   return status;
 }
+
+#endif  // HUSH_HAVE_SQL
 
 }  // namespace hush::cli

@@ -8,10 +8,21 @@
 #include <memory>
 
 #include "progress.h"
+#ifdef HUSH_HAVE_SQL
 #include "sql/sqlite_sink.h"
 #include "sql/tables.h"
+#endif
 
 namespace hush::cli {
+
+#ifndef HUSH_HAVE_SQL
+// A build without src/sql (a cross build whose sysroot has no libsqlite3: make test-aarch64).
+int ExportSqlite(const reader::Trace&, const std::string&) {
+  std::fprintf(stderr, "hushtrace export: --format sqlite is not built into this hushtrace "
+                       "(built without libsqlite3)\n");
+  return 1;
+}
+#else
 
 int ExportSqlite(const reader::Trace& trace, const std::string& path) {
   // Replace, as the other formats do: rows of an older export must not mix with these.
@@ -53,5 +64,7 @@ int ExportSqlite(const reader::Trace& trace, const std::string& path) {
   }
   return 0;
 }
+
+#endif  // HUSH_HAVE_SQL
 
 }  // namespace hush::cli
