@@ -8,11 +8,8 @@
 
 #include <gtest/gtest.h>
 
-<<<<<<< HEAD
-#include <cstdio>
-=======
 #include <chrono>
->>>>>>> h-robust
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
