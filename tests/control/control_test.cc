@@ -33,16 +33,6 @@ RunResult Cli(const std::vector<std::string>& args, const std::vector<std::strin
   return RunCommand(argv);
 }
 
-class TempDir {
- public:
-  TempDir() : path_(clitest::MakeTempDir()) {}
-  ~TempDir() { clitest::RemoveTree(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 mode_t ModeOf(const std::string& path, uid_t* owner = nullptr) {
   struct stat st{};
   if (::lstat(path.c_str(), &st) != 0) return 0;

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <hushtrace/reader.h>
 
+#include "cli/cli_test_util.h"
+
 namespace hush::controltest {
 
 Target::Target(const std::string& program, const std::vector<std::string>& prefix,
@@ -91,6 +93,9 @@ TickSummary ReadTicks(const std::string& dir) {
   if (!it.error().empty()) s.error = it.error();
   return s;
 }
+
+TempDir::TempDir() : path_(clitest::MakeTempDir()) {}
+TempDir::~TempDir() { clitest::RemoveTree(path_); }
 
 std::string StatusValue(const std::string& text, const std::string& key) {
   const std::string prefix = key + ": ";

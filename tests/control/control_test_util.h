@@ -44,6 +44,19 @@ struct TickSummary {
 // Reads the ctl:tick events of the trace at `dir`.
 TickSummary ReadTicks(const std::string& dir);
 
+// A fresh directory (clitest::MakeTempDir), removed with its contents at destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
 // "key: value" line of `text`, value only ("" if absent).
 std::string StatusValue(const std::string& text, const std::string& key);
 

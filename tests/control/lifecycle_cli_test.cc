@@ -66,17 +66,7 @@ class PacedTarget {
   std::string out_;
 };
 
-class Root {
- public:
-  Root() : path_(clitest::MakeTempDir()) {}
-  ~Root() { clitest::RemoveTree(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-void Cycle(const PacedTarget& target, const Root& root, int i) {
+void Cycle(const PacedTarget& target, const TempDir& root, int i) {
   const std::string pid = std::to_string(target.pid());
   const std::string dir = root.path() + "/t" + std::to_string(i);
   const std::string size = std::to_string(kBuffer);
@@ -100,7 +90,7 @@ void Cycle(const PacedTarget& target, const Root& root, int i) {
 }
 
 TEST(LifecycleCli, StartStopCyclesKeepTheProcessFlat) {
-  Root root;
+  TempDir root;
   PacedTarget target;
   const std::string pid = std::to_string(target.pid());
   // The trace the failing starts aim at.
