@@ -103,8 +103,9 @@ struct hush_c_session_stats {
   uint32_t rings;
   uint32_t enabled_events;
 };
-/* Counters of the session started by hush_c_session_start() (zeros when there is none).
- * Returns 0, or -1 when `out` is NULL. */
+/* Counters of the session started by hush_c_session_start() while it runs; after
+ * hush_c_session_stop(), that session's final totals (every event written by then); zeros when
+ * no session was ever started. Returns 0, or -1 when `out` is NULL. */
 HUSH_C_API int hush_c_session_get_stats(struct hush_c_session_stats* out) HUSH_C_INTERNAL_NOEXCEPT;
 
 /* In-process probes: the C form of hush::AddProbe / RemoveProbe / DetachProbe (hushtrace/probe.h, which

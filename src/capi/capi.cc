@@ -148,6 +148,8 @@ std::mutex g_mu;
 // The session started by hush_c_session_start(). Deliberately never destroyed at exit: the
 // runtime's own atexit handler stops and flushes the active session.
 Session* g_session = nullptr;
+// The final totals of the last session hush_c_session_stop() stopped: what get_stats returns then.
+SessionStats g_final_stats;
 
 std::vector<std::string> SplitCsv(std::string_view s) {
   std::vector<std::string> out;
@@ -222,7 +224,10 @@ int hush_c_session_start(const char* events_csv, const char* output_dir, const c
 
 void hush_c_session_stop(void) noexcept {
   std::lock_guard<std::mutex> lock(hush::capi::g_mu);
-  delete hush::capi::g_session;  // ~Session stops it and writes everything committed
+  if (hush::capi::g_session == nullptr) return;
+  hush::capi::g_session->Stop();  // writes everything committed
+  hush::capi::g_final_stats = hush::capi::g_session->Stats();  // its totals, all written
+  delete hush::capi::g_session;
   hush::capi::g_session = nullptr;
 }
 
@@ -240,8 +245,9 @@ int hush_c_session_get_stats(struct hush_c_session_stats* out) noexcept {
   if (out == nullptr) return -1;
   *out = {};
   std::lock_guard<std::mutex> lock(hush::capi::g_mu);
-  if (hush::capi::g_session != nullptr) {
-    const hush::SessionStats s = hush::capi::g_session->Stats();
+  {
+    const hush::SessionStats s = hush::capi::g_session != nullptr ? hush::capi::g_session->Stats()
+                                                                  : hush::capi::g_final_stats;
     out->events_written = s.events_written;
     out->events_discarded = s.events_discarded;
     out->events_overwritten = s.events_overwritten;

@@ -138,6 +138,9 @@ static int RunApi(const char* dir, const char* mode) {
   hush_c_session_stop();
   CHECK(!HUSH_C_ENABLED(capi, fixed));
   CHECK(hush_c_session_snapshot() == -1);
+  /* The stopped session's final totals: the three events above, all written now. */
+  CHECK(hush_c_session_get_stats(&stats) == 0);
+  CHECK(stats.events_written == 3 && stats.enabled_events == 0 && stats.rings >= 1);
   hush_c_session_stop();           /* idempotent */
   HUSH_C_TRACE(capi, fixed, 3, 4); /* after the session: not recorded */
   return 0;
