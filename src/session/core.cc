@@ -708,7 +708,7 @@ void Core::Unpublish(std::unique_lock<std::mutex>& lock) {
   // owner then keeps the Core until a later grace period. Without mu_: a thread blocked in the
   // slow path on it must be able to finish its event.
   lock.unlock();
-  quiescent_ = writers::WaitForEventsBefore(std::chrono::milliseconds(20));
+  quiescent_ = writers::WaitBeforeFreeing(std::chrono::milliseconds(20));
   lock.lock();
 }
 

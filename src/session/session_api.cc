@@ -51,7 +51,10 @@ void StopAtExit() {
 // Core whose grace period does not end now is tried again by the next start or stop.
 void ReclaimRetired() {
   if (g_retired == nullptr || g_retired->empty()) return;
-  if (session::writers::WaitForEventsBefore(std::chrono::milliseconds(5))) g_retired->clear();
+  // Its second half sends every thread to the slow path once (writers.h): not while a session
+  // runs, whose threads would lose their fast path until their next packet.
+  if (session::Core::Active() != nullptr) return;
+  if (session::writers::WaitBeforeFreeing(std::chrono::milliseconds(5))) g_retired->clear();
 }
 
 void Retire(std::unique_ptr<session::Core> core) {

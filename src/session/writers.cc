@@ -56,13 +56,18 @@ void UnregisterThisThread() {
   r.listed = false;
 }
 
-bool WaitForEventsBefore(std::chrono::nanoseconds budget) {
+bool WaitForEventsBefore(std::chrono::nanoseconds budget, bool send_to_slow_path) {
   internal::ThreadWriter& self = internal::tls_writer;
   const std::uint32_t previous = internal::EnterEvent(self);
+  std::unique_lock<std::mutex> lock(g_mu);
+  if (send_to_slow_path) {  // step 0; records cannot go away while we hold g_mu
+    for (Record* r = g_head; r != nullptr; r = r->next) {
+      if (r != &t_record) r->writer->end.store(nullptr, std::memory_order_seq_cst);
+    }
+  }
   bool done = base::PrivateExpeditedBarrier();  // step 1; also orders our caller's stores
   if (done) {
     const auto deadline = std::chrono::steady_clock::now() + budget;
-    std::lock_guard<std::mutex> lock(g_mu);
     for (Record* r = g_head; r != nullptr && done; r = r->next) {
       if (r == &t_record) continue;
       // Acquire: pairs with the release in LeaveEvent (writers.h, "why it is enough").
@@ -75,8 +80,13 @@ bool WaitForEventsBefore(std::chrono::nanoseconds budget) {
       }
     }
   }
+  lock.unlock();
   internal::LeaveEvent(self, previous);
   return done;
+}
+
+bool WaitBeforeFreeing(std::chrono::nanoseconds budget) {
+  return WaitForEventsBefore(budget) && WaitForEventsBefore(budget, /*send_to_slow_path=*/true);
 }
 
 void ForgetInChild() {

@@ -19,6 +19,7 @@
 //
 // Writer side, WaitForEventsBefore(), after the session unpublished itself (Core::Stop: active_
 // cleared, every attached writer's `end` stored nullptr, both before the call):
+//   0. (send_to_slow_path) every listed writer's `end` stored nullptr, under g_mu.
 //   1. membarrier(PRIVATE_EXPEDITED): every running thread executes a full barrier.
 //   2. Under g_mu, for every listed thread: wait until its nesting is observed 0.
 // Why it is enough (the argument of registry/grace.h, with nesting for the section counter): let
@@ -56,7 +57,18 @@ void UnregisterThisThread();
 // when `budget` ran out first or membarrier is unavailable. The calling thread's own events are
 // not waited for (the caller is not inside one); signal handlers' events on it are dropped while
 // it waits (its nesting is raised), so they never need g_mu.
-bool WaitForEventsBefore(std::chrono::nanoseconds budget);
+//
+// `send_to_slow_path`: first store `end = nullptr` in every listed thread's writer (all alive
+// under g_mu), so that none of them takes the fast path into a ring it opened earlier. A stopped
+// session needs this in a second grace period: an event that was inside the slow path when Stop()
+// cleared the attached writers' `end` may have opened a packet afterwards and stored a new `end`
+// into the stopped session's ring; the first grace period waits for that event, the second clears
+// what it left and waits for fast-path events that loaded it. Only then is the memory free.
+bool WaitForEventsBefore(std::chrono::nanoseconds budget, bool send_to_slow_path = false);
+
+// The grace period after which a stopped session's memory may be freed (the two above, in order;
+// `budget` for each).
+bool WaitBeforeFreeing(std::chrono::nanoseconds budget);
 
 // fork child: only the forking thread exists; the other records belong to threads that are gone,
 // and g_mu may have been held by one of them.
