@@ -1,11 +1,14 @@
 // See writers.h for the protocol.
 #include "session/writers.h"
 
+#include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 
 #include <mutex>
 #include <new>
 
+#include "base/library_thread.h"
 #include "base/membarrier.h"
 #include "hushtrace/internal/thread_writer.h"
 
@@ -57,8 +60,10 @@ void UnregisterThisThread() {
 }
 
 bool WaitForEventsBefore(std::chrono::nanoseconds budget, bool send_to_slow_path) {
-  internal::ThreadWriter& self = internal::tls_writer;
-  const std::uint32_t previous = internal::EnterEvent(self);
+  // No signal handler runs on this thread while it holds g_mu: a handler's event would list the
+  // thread (RegisterThisThread takes g_mu) and wait for itself.
+  sigset_t previous;
+  base::BlockAsyncSignals(&previous);
   std::unique_lock<std::mutex> lock(g_mu);
   if (send_to_slow_path) {  // step 0; records cannot go away while we hold g_mu
     for (Record* r = g_head; r != nullptr; r = r->next) {
@@ -81,7 +86,7 @@ bool WaitForEventsBefore(std::chrono::nanoseconds budget, bool send_to_slow_path
     }
   }
   lock.unlock();
-  internal::LeaveEvent(self, previous);
+  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   return done;
 }
 

@@ -55,8 +55,8 @@ void UnregisterThisThread();
 
 // Steps 1 and 2 above. Returns true when every event that began before the call has ended; false
 // when `budget` ran out first or membarrier is unavailable. The calling thread's own events are
-// not waited for (the caller is not inside one); signal handlers' events on it are dropped while
-// it waits (its nesting is raised), so they never need g_mu.
+// not waited for (the caller is not inside one); asynchronous signals are blocked on it while it
+// holds g_mu, so no handler's event can wait for g_mu on the same thread.
 //
 // `send_to_slow_path`: first store `end = nullptr` in every listed thread's writer (all alive
 // under g_mu), so that none of them takes the fast path into a ring it opened earlier. A stopped
