@@ -110,7 +110,12 @@ TEST(LifecycleCli, StartStopCyclesKeepTheProcessFlat) {
   // At most one ring more: a session whose grace period had not ended yet when it stopped.
   EXPECT_LE(after.file_map_bytes, before.file_map_bytes + kBuffer + 4096);
   EXPECT_LE(after.deleted_map_bytes, kBuffer + 4096);
+#if !defined(__SANITIZE_THREAD__)
+  // Not under TSan: it keeps the shadow of every range the program ever mapped reserved after
+  // munmap (its pages given back), and each session's ring lands at a new address, so VmSize
+  // grows ~2 MiB a cycle there with nothing of ours left mapped (the mappings are checked above).
   EXPECT_LE(after.vm_bytes, before.vm_bytes + kBuffer + 4096 + 1024 * 1024);
+#endif
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
   EXPECT_LE(after.rss_bytes, before.rss_bytes + 1024 * 1024);
 #endif

@@ -192,8 +192,11 @@ TEST_F(FuncViewsTest, ReportAgreesWithUftraceOnRecursion) {
 
   const std::string udir = tmp_->Sub("uftrace.data");
   // --no-sched: uftrace would otherwise take the time a frame was preempted out of its self time.
-  const ProcessResult ur = Cmd(
-      {"/usr/bin/uftrace", "record", "-P", ".", "--no-sched", "-d", udir, kProg, "recursion"}, 120);
+  // --no-libcall: nor the time of library calls (the sanitizer builds call their runtime from
+  // every function), which hushtrace counts as the caller's own.
+  const ProcessResult ur = Cmd({"/usr/bin/uftrace", "record", "-P", ".", "--no-sched",
+                                "--no-libcall", "-d", udir, kProg, "recursion"},
+                               120);
   ASSERT_TRUE(ur.exited && ur.exit_code == 0)
       << "uftrace (Debian package uftrace, scripts/setup.sh): " << ur.Describe();
   const ProcessResult urep =
@@ -380,6 +383,12 @@ TEST_F(FuncViewsTest, TruncatedStreamHeaderAndWarningAgree) {
 
 // Flight mode: the events overwritten are the window kept, said in the header, not a WARNING.
 TEST(FuncViewsFlightTest, OverwrittenEventsAreTheWindowNotALoss) {
+#if defined(__SANITIZE_THREAD__)
+  // ThreadSanitizer's background thread is running by the time a flight session patches, and
+  // ft_prog_plain's entries are gcc's five-NOP kind, which the runtime refuses to patch while
+  // another thread runs (FunctraceTest.SplitNopsRefusedWhenOtherThreadsRun): nothing to report.
+  GTEST_SKIP() << "split-NOP entries are refused with TSan's background thread running";
+#endif
   TempDir tmp("ft_flight");
   const std::string dir = tmp.Sub("t");
   const ProcessResult r = Cmd({kCli, "record", "--mode", "flight", "--buffer-size", "64k",

@@ -534,7 +534,10 @@ int RunRecord(int argc, char** argv) {
   for (std::size_t k = 0; k < std::size(kForwarded); ++k) {
     struct sigaction sa = {};
     sa.sa_sigaction = Forward;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    // No SA_RESTART: the waits below retry on EINTR themselves. Under ThreadSanitizer a handler
+    // runs only when the thread next enters an intercepted call: a restarted waitid() would
+    // never return to deliver it, and the child would not hear of the signal.
+    sa.sa_flags = SA_SIGINFO;
     sigemptyset(&sa.sa_mask);
     ::sigaction(kForwarded[k], &sa, &old_actions[k]);
   }
@@ -586,6 +589,8 @@ int RunRecord(int argc, char** argv) {
   while (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) != 0 && errno == EINTR) {
   }
   g_child = 0;
+  // Nobody to forward to any more: held, so no later call is cut short by EINTR.
+  ::sigprocmask(SIG_BLOCK, &forwarded, nullptr);
   int wstatus = 0;
   while (::waitpid(pid, &wstatus, 0) < 0) {
     if (errno != EINTR) {
