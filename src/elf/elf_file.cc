@@ -119,37 +119,32 @@ const char* RelocationName(ElfFile::Relocation r) {
   return "?";
 }
 
-ElfFile::~ElfFile() {
-  if (fd_ >= 0) ::close(fd_);
-}
+ElfFile::~ElfFile() = default;
 
 std::unique_ptr<ElfFile> ElfFile::Open(const std::string& path, std::string* error) {
   // O_NONBLOCK: opening a FIFO must not hang; it is refused below as not a regular file.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-  if (fd < 0) {
+  base::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+  if (!fd) {
     *error = path + ": " + std::strerror(errno);
     return nullptr;
   }
   struct stat st;
-  if (::fstat(fd, &st) != 0) {
+  if (::fstat(fd.get(), &st) != 0) {
     *error = path + ": " + std::strerror(errno);
-    ::close(fd);
     return nullptr;
   }
   if (!S_ISREG(st.st_mode)) {
     *error = path + (S_ISDIR(st.st_mode) ? ": is a directory" : ": not a regular file");
-    ::close(fd);
     return nullptr;
   }
   if (static_cast<std::uint64_t>(st.st_size) > kMaxFileSize) {
     *error = path + ": file too large (" + std::to_string(st.st_size) + " bytes; the limit is " +
              std::to_string(kMaxFileSize) + ")";
-    ::close(fd);
     return nullptr;
   }
   std::unique_ptr<ElfFile> f(new ElfFile());
   f->name_ = path;
-  f->fd_ = fd;
+  f->fd_ = std::move(fd);
   f->size_ = static_cast<std::uint64_t>(st.st_size);
   if (!f->Parse(error)) return nullptr;
   return f;
@@ -184,14 +179,14 @@ bool ElfFile::Read(std::uint64_t offset, std::size_t len, void* out, std::string
     return false;
   }
   if (len == 0) return true;
-  if (fd_ < 0) {
+  if (!fd_) {
     std::memcpy(out, image_.data() + offset, len);
     return true;
   }
   std::size_t done = 0;
   while (done < len) {
     const ssize_t n =
-        ::pread(fd_, static_cast<char*>(out) + done, len - done, static_cast<off_t>(offset + done));
+        ::pread(fd_.get(), static_cast<char*>(out) + done, len - done, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       if (error) {

@@ -26,6 +26,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/unique_fd.h"
+
 namespace hush::elf {
 
 class ElfFile {
@@ -159,7 +161,7 @@ class ElfFile {
   std::string SymbolName(const SymbolTable& table, const Elf64_Sym& sym) const;
 
   std::string name_;
-  int fd_ = -1;
+  base::UniqueFd fd_;  // Open; FromMemory: none
   std::string image_;  // FromMemory
   std::uint64_t size_ = 0;
   Elf64_Ehdr ehdr_{};

@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/unique_fd.h"
+
 namespace hush::reader::internal {
 namespace {
 
@@ -36,31 +38,28 @@ MappedFile::~MappedFile() {
 }
 
 bool MappedFile::Open(const std::string& path, std::string* error) {
-  const int fd = ::open(path.c_str(),
-                        O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);  // a FIFO must not block
-  if (fd < 0) {
+  // O_NONBLOCK: a FIFO must not block.
+  const base::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd) {
     *error = path + ": cannot open: " + std::strerror(errno);
     return false;
   }
   struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
     *error = path + ": not a regular file";
-    ::close(fd);
     return false;
   }
   size_ = static_cast<std::uint64_t>(st.st_size);
   if (size_ > 0) {
-    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd.get(), 0);
     if (p == MAP_FAILED) {
       *error = path + ": cannot map: " + std::strerror(errno);
       size_ = 0;
-      ::close(fd);
       return false;
     }
     ::madvise(p, size_, MADV_SEQUENTIAL);
     data_ = static_cast<const std::uint8_t*>(p);
   }
-  ::close(fd);
   return true;
 }
 

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <map>
 
+#include "base/unique_fd.h"
 #include "format/numbered_name.h"
 #include "hushtrace/reader.h"
 #include "reader/metadata_parser.h"
@@ -23,28 +24,27 @@ using internal::TraceData;
 constexpr std::uint64_t kMaxMetadataBytes = 16 << 20;
 
 bool ReadMetadataFile(const std::string& path, std::string* text, std::string* error) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);  // a FIFO must not block
-  if (fd < 0) {
+  // O_NONBLOCK: a FIFO must not block.
+  const base::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (!fd) {
     *error = path + ": cannot open: " + std::strerror(errno) +
              (errno == ENOENT ? " (not a hushtrace/CTF trace directory?)" : "");
     return false;
   }
   struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
       static_cast<std::uint64_t>(st.st_size) > kMaxMetadataBytes) {
     *error = path + ": not a regular file of at most 16 MiB";
-    ::close(fd);
     return false;
   }
   text->resize(static_cast<std::size_t>(st.st_size));
   std::size_t got = 0;
   while (got < text->size()) {
-    const ssize_t n = ::read(fd, text->data() + got, text->size() - got);
+    const ssize_t n = ::read(fd.get(), text->data() + got, text->size() - got);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     got += static_cast<std::size_t>(n);
   }
-  ::close(fd);
   text->resize(got);
   return true;
 }

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "base/unique_fd.h"
 #include "format/numbered_name.h"
 #include "reader/metadata_parser.h"
 #include "recover/event_walker.h"
@@ -86,32 +87,7 @@ std::string At(const std::string& file, std::uint64_t offset) {
 }
 std::string Num(std::uint64_t v) { return std::to_string(v); }
 
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() { Reset(); }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  Fd(Fd&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
-  Fd& operator=(Fd&& o) noexcept {
-    if (this != &o) {
-      Reset();
-      fd_ = o.fd_;
-      o.fd_ = -1;
-    }
-    return *this;
-  }
-  int get() const { return fd_; }
-  bool ok() const { return fd_ >= 0; }
-  void Reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
+using Fd = base::UniqueFd;
 
 int WriteAllAt(int fd, const std::uint8_t* data, std::size_t len, std::uint64_t offset) {
   while (len > 0) {
@@ -177,7 +153,7 @@ OpenRing OpenRingFile(int ring_dirfd, const std::string& name, const std::string
   r->path = path;
   r->index = index;
   Fd fd(::openat(ring_dirfd, name.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
-  if (!fd.ok()) {
+  if (!fd) {
     *error = Errno(path + ": cannot open");
     return OpenRing::kError;
   }
@@ -746,12 +722,12 @@ bool RecoverRing(const RingContext& ctx, const RingFile& r, RingReport* rep) {
   const std::string stream_path = ctx.dir + "/" + stream_name;
   Fd fd(::openat(ctx.dirfd, stream_name.c_str(),
                  (dry ? O_RDONLY : O_RDWR) | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
-  if (!fd.ok() && errno != ENOENT) {
+  if (!fd && errno != ENOENT) {
     rep->error = Errno(stream_path + ": cannot open");
     return false;
   }
   std::uint64_t size = 0;
-  if (fd.ok()) {
+  if (fd) {
     struct stat st;
     if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
       rep->error = stream_path + ": not a regular file";
@@ -770,7 +746,7 @@ bool RecoverRing(const RingContext& ctx, const RingFile& r, RingReport* rep) {
                          " the ring header recorded");
   }
   StreamScan scan;
-  if (fd.ok()) scan = ScanStream(fd.get(), stream_path, recorded, r);
+  if (fd) scan = ScanStream(fd.get(), stream_path, recorded, r);
   const std::uint64_t cut = scan.valid_end;
   rep->torn_bytes = size - recorded;
   rep->damaged_stream_bytes = recorded - cut;
@@ -813,9 +789,9 @@ bool RecoverRing(const RingContext& ctx, const RingFile& r, RingReport* rep) {
   bool wrote_any = false;
   const bool need_file =
       std::any_of(pieces.begin(), pieces.end(), [](const Piece& p) { return p.to > p.from; });
-  if (!dry && !fd.ok() && need_file) {
+  if (!dry && !fd && need_file) {
     fd = Fd(::openat(ctx.dirfd, stream_name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-    if (!fd.ok()) {
+    if (!fd) {
       rep->error = Errno(stream_path + ": cannot create");
       return false;
     }
@@ -903,7 +879,7 @@ bool RecoverRing(const RingContext& ctx, const RingFile& r, RingReport* rep) {
     rep->notes.push_back(Num(final_lost - disk_lost) + " lost event(s) cannot be recorded in " + stream_path +
                          ": it has no packet");
   }
-  if (!dry && fd.ok() && (wrote_any || cut < size)) {
+  if (!dry && fd && (wrote_any || cut < size)) {
     if (::fsync(fd.get()) != 0) {
       rep->error = Errno(stream_path + ": fsync");
       return false;
@@ -946,7 +922,7 @@ Liveness CheckWriter(std::uint32_t pid, const std::vector<const RingFile*>& ring
 
 bool ReadMetadata(int dirfd, const std::string& path, std::string* text, std::string* error) {
   Fd fd(::openat(dirfd, "metadata", O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
-  if (!fd.ok()) {
+  if (!fd) {
     *error = errno == ENOENT
                  ? path + " is missing: the trace cannot be recovered (the event layouts, the clock and "
                           "the trace uuid are only there)"
@@ -986,7 +962,7 @@ std::string Report::CrashText() const {
 // Reads DIR/.ring/crashed ("signal S tid T pid P\n"); a malformed marker is a note.
 static void ReadCrashMarker(int ring_dirfd, const std::string& dir, Report* report) {
   Fd fd(::openat(ring_dirfd, "crashed", O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
-  if (!fd.ok()) return;
+  if (!fd) return;
   struct stat st;
   if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
     report->notes.push_back(dir + "/.ring/crashed is not a regular file; ignored");
@@ -1021,13 +997,13 @@ bool Recover(const std::string& dir, const Options& options, Report* report) {
   *report = Report{};
   report->dir = dir;
   Fd dirfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dirfd.ok()) {
+  if (!dirfd) {
     report->error = Errno("cannot open the trace directory " + dir);
     return false;
   }
   const std::string metadata_path = dir + "/metadata";
   Fd ring_dirfd(::openat(dirfd.get(), ".ring", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!ring_dirfd.ok()) {
+  if (!ring_dirfd) {
     if (errno != ENOENT) {
       report->error = Errno("cannot open " + dir + "/.ring");
       return false;
@@ -1063,10 +1039,10 @@ bool Recover(const std::string& dir, const Options& options, Report* report) {
   // The ring files, by index.
   std::map<std::uint32_t, std::string> names;
   {
-    const int dup = ::dup(ring_dirfd.get());
-    DIR* d = dup >= 0 ? ::fdopendir(dup) : nullptr;
+    Fd dup(::dup(ring_dirfd.get()));
+    DIR* d = dup ? ::fdopendir(dup.get()) : nullptr;
+    if (d != nullptr) dup.release();  // closedir() closes it
     if (d == nullptr) {
-      if (dup >= 0) ::close(dup);
       report->error = Errno("cannot list " + dir + "/.ring");
       return false;
     }

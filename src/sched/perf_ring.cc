@@ -36,7 +36,6 @@ void PerfRings::Close() {
   for (Cpu& c : cpus_) {
     if (c.map != nullptr) ::munmap(c.map, c.map_size);
   }
-  for (int fd : fds_) ::close(fd);
   cpus_.clear();
   fds_.clear();
 }
@@ -115,7 +114,7 @@ PerfRings::OpenResult PerfRings::OpenOne(Cpu& c, int tid, std::size_t data_size,
     last_error_ = "perf_event_open(cpu " + std::to_string(c.cpu) + ")";
     return kFailed;
   }
-  fds_.push_back(fd);
+  fds_.emplace_back(fd);
   if (c.leader >= 0) {
     if (::ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, c.leader) != 0) {
       last_error_ = "PERF_EVENT_IOC_SET_OUTPUT (cpu " + std::to_string(c.cpu) + ")";

@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "base/unique_fd.h"
+
 namespace hush::sched {
 
 // A decoded record. `kind` is the perf record type; fields not carried by it are 0.
@@ -53,7 +55,7 @@ class PerfRings {
   bool AddThreads(const std::vector<int>& tids, std::string* message);
   std::size_t cpu_count() const { return cpus_.size(); }
   int cpu(std::size_t i) const { return cpus_[i].cpu; }  // the CPU of ring i
-  const std::vector<int>& fds() const { return fds_; }
+  const std::vector<base::UniqueFd>& fds() const { return fds_; }
   // Decodes every record published so far on ring `i` (in the ring's order), then frees them.
   // Returns the number of records.
   std::size_t Drain(std::size_t i, const std::function<void(const PerfRecord&)>& on_record);
@@ -79,7 +81,7 @@ class PerfRings {
   PerfOpenFn open_fn_ = nullptr;
   std::string last_error_;
   std::vector<Cpu> cpus_;
-  std::vector<int> fds_;
+  std::vector<base::UniqueFd> fds_;
   std::vector<char> scratch_;  // a record that wraps around the ring's end
 };
 

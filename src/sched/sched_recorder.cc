@@ -107,8 +107,8 @@ std::unique_ptr<SchedRecorder> SchedRecorder::Start(ring::Owner* owner, std::uin
     known.insert(known.end(), added.begin(), added.end());
     std::sort(known.begin(), known.end());
   }
-  s->wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (s->wake_fd_ < 0) {
+  s->wake_fd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!s->wake_fd_) {
     *error = std::string("eventfd: ") + std::strerror(errno);
     return nullptr;
   }
@@ -125,7 +125,6 @@ std::unique_ptr<SchedRecorder> SchedRecorder::Start(ring::Owner* owner, std::uin
 
 SchedRecorder::~SchedRecorder() {
   Stop();
-  if (wake_fd_ >= 0) ::close(wake_fd_);
 }
 
 void SchedRecorder::Stop() {
@@ -133,7 +132,7 @@ void SchedRecorder::Stop() {
   stopped_ = true;
   if (thread_.joinable()) {
     const std::uint64_t one = 1;
-    while (::write(wake_fd_, &one, sizeof one) < 0 && errno == EINTR) {
+    while (::write(wake_fd_.get(), &one, sizeof one) < 0 && errno == EINTR) {
     }
     thread_.join();
   }
@@ -147,8 +146,7 @@ void SchedRecorder::Stop() {
 
 void SchedRecorder::ReleaseInChild() {
   perf_.Close();
-  if (wake_fd_ >= 0) ::close(wake_fd_);
-  wake_fd_ = -1;
+  wake_fd_.reset();
   stopped_ = true;
   stream_count_ = 0;
   // thread_ stays as it is: it names the parent's thread, and this object is never destroyed in
@@ -167,8 +165,8 @@ void SchedRecorder::Loop() {
   std::vector<pollfd> fds;
   {
     const base::ForkGateSection working;  // base/fork_gate.h: allocations
-    fds.push_back({wake_fd_, POLLIN, 0});
-    for (int fd : perf_.fds()) fds.push_back({fd, POLLIN, 0});
+    fds.push_back({wake_fd_.get(), POLLIN, 0});
+    for (const base::UniqueFd& fd : perf_.fds()) fds.push_back({fd.get(), POLLIN, 0});
     // Here, not in Start(): Start() runs under the session mutex, which attaching a ring takes.
     // Every CPU's stream gets its ring now, so its first packet begins at the session's start.
     if (owner_->forked_child()) {

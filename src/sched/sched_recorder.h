@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/unique_fd.h"
 #include "hushtrace/internal/thread_writer.h"
 #include "sched/clock_map.h"
 #include "sched/perf_ring.h"
@@ -93,7 +94,7 @@ class SchedRecorder {
   // first record, not at start: a child that execs at once leaves no file.
   bool names_pending_ = false;
   std::atomic<std::uint32_t> reader_tid_{0};
-  int wake_fd_ = -1;  // eventfd: Stop() -> reader
+  base::UniqueFd wake_fd_;  // eventfd: Stop() -> reader
   std::thread thread_;
   bool stopped_ = false;
 };

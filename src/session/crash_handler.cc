@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstddef>
 
+#include "base/unique_fd.h"
+
 namespace hush::session::crash {
 namespace {
 
@@ -61,11 +63,11 @@ void WriteMarker(int sig) {
   p = AppendText(p, " pid ");
   p = AppendNumber(p, static_cast<unsigned long>(::getpid()));
   *p++ = '\n';
-  const int fd = ::openat(dirfd, kMarkerName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return;
+  const base::UniqueFd fd(
+      ::openat(dirfd, kMarkerName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd) return;
   // One short write to a fresh file: complete unless the disk is full (then no marker).
-  [[maybe_unused]] const ssize_t n = ::write(fd, line, static_cast<std::size_t>(p - line));
-  ::close(fd);
+  [[maybe_unused]] const ssize_t n = ::write(fd.get(), line, static_cast<std::size_t>(p - line));
 }
 
 void OnFatalSignal(int sig, siginfo_t* info, void* context) {

@@ -8,6 +8,7 @@
 // This object also defines the thread-local writer every tracepoint site references, so that a
 // static link (libhushtrace.a) always keeps it, and with it the constructor.
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -46,8 +47,10 @@ namespace internal {
 
 namespace env = base::env;
 
-
 namespace {
+
+// Images exec'd one after another under one pid that get a trace each (proc-PID, proc-PID-2 ...).
+constexpr int kMaxImagesPerPid = 1000;
 
 // HUSHTRACE_FUNCTIONS (globs), HUSHTRACE_FUNCTION_DEPTH (N), HUSHTRACE_MIN_DURATION (ns).
 bool ParseFunctionEnv(const char* functions, SessionOptions* options) {
@@ -137,10 +140,17 @@ void StartFromEnvironment() {
   if (options.follow_children && !options.output_dir.empty()) {
     // HUSHTRACE_OUTPUT already holds a trace: an ancestor that follows its children exec'd this
     // program. Its events get their own trace in a subdirectory (its event ids differ), on the
-    // root trace's clock (docs/format.md, "Processes").
+    // root trace's clock (docs/format.md, "Processes"). The second and later images of one pid
+    // (an exec'd program that execs again) take proc-PID-2, proc-PID-3, ...
     const std::string clock_uuid = session::ClockUuidOfTrace(options.output_dir);
     if (!clock_uuid.empty()) {
-      options.output_dir += "/proc-" + std::to_string(::getpid());
+      const std::string base = options.output_dir + "/proc-" + std::to_string(::getpid());
+      std::string dir = base;
+      struct stat st;
+      for (int image = 2; ::lstat(dir.c_str(), &st) == 0 && image <= kMaxImagesPerPid; ++image) {
+        dir = base + "-" + std::to_string(image);
+      }
+      options.output_dir = dir;  // taken even after kMaxImagesPerPid: the start then says so
       session::InheritClockUuid(clock_uuid);
     }
   }

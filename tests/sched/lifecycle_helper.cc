@@ -5,6 +5,10 @@
 //   lifecycle_helper fork          emits gen=0, forks a child that emits gen=1 (10 times), sleeps
 //                                  1 ms 3 times (context switches for --sched) and exits normally,
 //                                  waits for it, emits gen=2
+//   lifecycle_helper fork-exit     emits gen=0, forks 20 children that emit gen=1 (10 times each)
+//                                  and leave with _exit() (no exit-time write-out), emits gen=2
+//   lifecycle_helper chain         emits gen=0, execs itself as `chain-1` under the same pid, which
+//                                  emits gen=1 and execs `chain-2`, which emits gen=2 and exits
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -41,6 +45,37 @@ int main(int argc, char** argv) {
   if (mode == "exec-child") {
     Emit(1, 10);
     return 0;
+  }
+  if (mode == "chain" || mode == "chain-1") {
+    // An exec does not stop the session: these events stay in the ring until `record` recovers
+    // them.
+    Emit(mode == "chain" ? 0 : 1, 10);
+    char next[] = "chain-1", last[] = "chain-2";
+    char* args[] = {argv[0], mode == "chain" ? next : last, nullptr};
+    ::execv("/proc/self/exe", args);
+    std::perror("execv");
+    return 127;
+  }
+  if (mode == "chain-2") {
+    Emit(2, 10);
+    return 0;
+  }
+  if (mode == "fork-exit") {
+    Emit(0, 10);
+    std::fflush(nullptr);
+    pid_t kids[20];
+    for (pid_t& kid : kids) {
+      kid = ::fork();
+      if (kid < 0) return 1;
+      if (kid == 0) {
+        Emit(1, 10);
+        ::_exit(0);
+      }
+    }
+    int failed = 0;
+    for (const pid_t kid : kids) failed |= WaitFor(kid);
+    Emit(2, 10);
+    return failed;
   }
   if (mode != "exec-parent" && mode != "fork") return 2;
   Emit(0, 10);

@@ -298,6 +298,57 @@ TEST(ProcessLifecycle, RecordFollowsAnExecdProgramIntoASubdirectory) {
   EXPECT_TRUE(dump.exited && dump.exit_code == 0) << dump.Describe();
 }
 
+// Issue 17, item 8: `record` returns with the trace whole. Twenty children that leave with
+// _exit() (their rings never written out by an exit-time stop) are in the streams babeltrace2
+// reads as soon as `record` returns, with nothing left in .ring/.
+TEST(ProcessLifecycle, RecordReturnsWithTheEventsOfChildrenThatLeftWithExit) {
+  TempDir tmp("lifecycle_fork_exit");
+  const Recorded r = Record(tmp, "fork-exit", true);
+  ASSERT_TRUE(r.record.exited && r.record.exit_code == 0) << r.record.Describe();
+  EXPECT_NE(r.record.err.find("events that processes left in their ring buffers"), std::string::npos)
+      << r.record.err;
+  EXPECT_FALSE(hushtest::Exists(r.dir + "/.ring")) << r.record.Describe();
+  std::string bt;
+  const auto gens = Generations({r.dir}, &bt);
+  ASSERT_EQ(gens.size(), 3u) << bt;
+  EXPECT_EQ(gens.at(0).size(), 10u);
+  EXPECT_EQ(gens.at(1).size(), 200u);
+  std::set<std::uint64_t> children(gens.at(1).begin(), gens.at(1).end());
+  EXPECT_EQ(children.size(), 20u);
+  EXPECT_EQ(gens.at(2).size(), 10u);
+}
+
+// Issue 17, item 8: every image of an exec chain under one pid is traced (proc-PID, then
+// proc-PID-2), and the events the first image held when it exec'd are in the root trace.
+TEST(ProcessLifecycle, RecordTracesEveryImageOfAnExecChain) {
+  TempDir tmp("lifecycle_chain");
+  const Recorded r = Record(tmp, "chain", true);
+  ASSERT_TRUE(r.record.exited && r.record.exit_code == 0) << r.record.Describe();
+  std::string pid;  // of the one "proc-PID" directory (its second image's trace)
+  DIR* d = ::opendir(r.dir.c_str());
+  ASSERT_NE(d, nullptr);
+  while (const dirent* e = ::readdir(d)) {
+    const std::string n = e->d_name;
+    if (n.rfind("proc-", 0) == 0 && n.find('-', 5) == std::string::npos) pid = n.substr(5);
+  }
+  ::closedir(d);
+  ASSERT_FALSE(pid.empty()) << r.record.Describe();
+  const std::string second = r.dir + "/proc-" + pid, third = second + "-2";
+  ASSERT_TRUE(hushtest::Exists(second + "/metadata")) << r.record.Describe();
+  ASSERT_TRUE(hushtest::Exists(third + "/metadata")) << r.record.Describe();
+  std::string bt;
+  const auto gens = Generations({r.dir, second, third}, &bt);
+  ASSERT_EQ(gens.size(), 3u) << bt;
+  for (std::uint64_t gen = 0; gen < 3; ++gen) {
+    SCOPED_TRACE(gen);
+    EXPECT_EQ(gens.at(gen).size(), 10u) << bt;
+    EXPECT_EQ(gens.at(gen).count(std::stoull(pid)), 10u) << bt;
+  }
+  for (const std::string& dir : {r.dir, second, third}) {
+    EXPECT_FALSE(hushtest::Exists(dir + "/.ring")) << dir;
+  }
+}
+
 TEST(ProcessLifecycle, NoFollowLeavesChildrenUntraced) {
   TempDir tmp("lifecycle_nofollow");
   const Recorded r = Record(tmp, "exec-parent", false);

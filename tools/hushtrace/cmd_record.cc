@@ -25,6 +25,7 @@
 #include "filter/filter.h"
 #include "filter/pattern_limits.h"
 #include "hushtrace/reader.h"
+#include "open_trace.h"
 #include "record_functions.h"
 #include "base/env.h"
 #include "base/parse.h"
@@ -618,6 +619,8 @@ int RunRecord(int argc, char** argv) {
     status = 1;
   }
 
+  // Events of processes that left by exec, _exit or a crash are still in their rings.
+  CompleteRecordedTrace(abs_dir, "hushtrace");
   std::size_t ring_bytes = 0;
   ParseBufferSize(opts.buffer_size, &ring_bytes);
   const std::string cause = have_dir_stat ? VisibleCause(abs_dir, dir_stat, ring_bytes) : "";

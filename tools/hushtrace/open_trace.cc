@@ -1,8 +1,11 @@
 #include "open_trace.h"
 
+#include <dirent.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 #include "recover/recover.h"
 
@@ -38,6 +41,63 @@ std::unique_ptr<reader::Trace> OpenTraceRecovering(const std::string& dir, const
     }
   }
   return reader::Trace::Open(dir, error);
+}
+
+namespace {
+
+bool HasRingDir(const std::string& dir) {
+  struct stat st;
+  return ::lstat((dir + "/.ring").c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// DIR/proc-*: the traces of programs exec'd under the session (docs/format.md, "Processes").
+std::vector<std::string> ExecTraces(const std::string& dir) {
+  std::vector<std::string> subs;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return subs;
+  while (const dirent* e = ::readdir(d)) {
+    if (std::strncmp(e->d_name, "proc-", 5) != 0) continue;
+    const std::string sub = dir + "/" + e->d_name;
+    struct stat st;
+    if (::lstat(sub.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) subs.push_back(sub);
+  }
+  ::closedir(d);
+  std::sort(subs.begin(), subs.end());
+  return subs;
+}
+
+}  // namespace
+
+void CompleteRecordedTrace(const std::string& dir, const char* command) {
+  std::vector<std::string> dirs = {dir};
+  for (std::string& sub : ExecTraces(dir)) dirs.push_back(std::move(sub));
+  for (const std::string& d : dirs) {
+    if (!HasRingDir(d)) continue;
+    recover::Report report;
+    const bool ok = recover::Recover(d, recover::Options{}, &report);
+    const auto events = static_cast<unsigned long long>(
+        report.Sum(&recover::RingReport::events_written));
+    if (report.writer_running) {
+      std::fprintf(stderr,
+                   "%s: %s is still being written by a process that outlived the program; its "
+                   "events reach the streams when it exits\n",
+                   command, d.c_str());
+    } else if (!ok) {
+      std::fprintf(stderr, "%s: %s: events left in ring buffers could not be recovered (%s; "
+                   "'hushtrace recover %s' says more)\n",
+                   command, d.c_str(),
+                   !report.error.empty() ? report.error.c_str() : "a ring could not be recovered",
+                   d.c_str());
+    } else if (events != 0) {
+      std::fprintf(stderr,
+                   "%s: %s: %llu events that processes left in their ring buffers (exec, _exit "
+                   "or a crash) were written to the trace\n",
+                   command, d.c_str(), events);
+    }
+    if (report.crash_marked) {
+      std::fprintf(stderr, "%s: %s: %s\n", command, d.c_str(), report.CrashText().c_str());
+    }
+  }
 }
 
 std::vector<std::string> LossWarnings(const reader::Trace& trace) {

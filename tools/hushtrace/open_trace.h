@@ -17,6 +17,14 @@ namespace hush::cli {
 std::unique_ptr<reader::Trace> OpenTraceRecovering(const std::string& dir, const char* command,
                                                    std::string* error);
 
+// What `record` does once the program has exited: every trace directory of the run (DIR and the
+// DIR/proc-* traces of exec'd programs) whose .ring/ still holds events (processes that left
+// with _exit(), by an exec or a crash, since a session writes its rings out only at exit()) is
+// recovered in place, so that the trace `record` names is whole for every reader, babeltrace2
+// included. A directory whose writer still runs (a descendant that outlived the program) is left
+// as it is and said. One line on stderr per directory recovered or left; `command` prefixes them.
+void CompleteRecordedTrace(const std::string& dir, const char* command);
+
 // One line per stream that really lost events or packets ("DIR/stream_N: 12 events lost ..."),
 // for `report` (stdout, "WARNING: ") and `dump` (stderr): both say the same. Flight mode's
 // overwritten events are the window it keeps, not a loss: no line.
