@@ -5,13 +5,22 @@
 #ifndef HUSHTRACE_TOOLS_HUSHTRACE_COMMANDS_H_
 #define HUSHTRACE_TOOLS_HUSHTRACE_COMMANDS_H_
 
+#include <span>
+
+namespace CLI {
+class App;
+}
+
 namespace hush::cli {
 
-// argv[0] is the subcommand name; argc counts it.
+// RunX parses the command line of subcommand X (argv[0] is its name; argc counts it) and runs it.
+// DescribeX declares X's options on `app` (cli_app.h), bound to storage of its own: for the help
+// of `hushtrace`, the man page and the completion script, which only read the declarations.
 int RunRecord(int argc, char** argv);  // cmd_record.cc
 int RunList(int argc, char** argv);    // cmd_list.cc
 int RunReport(int argc, char** argv);  // cmd_report.cc
 int RunDump(int argc, char** argv);    // cmd_dump.cc
+void DescribeDump(CLI::App& app);
 int RunRecover(int argc, char** argv); // cmd_recover.cc
 int RunExport(int argc, char** argv);  // cmd_export.cc
 int RunHist(int argc, char** argv);    // cmd_hist.cc
@@ -22,6 +31,19 @@ int RunStart(int argc, char** argv);
 int RunStop(int argc, char** argv);
 int RunSnapshot(int argc, char** argv);
 int RunStatus(int argc, char** argv);
+
+// The subcommands, in the order `hushtrace --help` lists them (command_table.cc).
+struct Command {
+  const char* name;
+  const char* summary;  // one line
+  int (*run)(int argc, char** argv);
+  void (*describe)(CLI::App& app);
+};
+std::span<const Command> AllCommands();
+
+// `hushtrace completion bash`: prints the bash completion script made from every subcommand's
+// declared options (completion.cc). Hidden from the command list; the build installs its output.
+int RunCompletion(int argc, char** argv);
 
 }  // namespace hush::cli
 
