@@ -63,7 +63,12 @@ void StopAtFirstPositional(CLI::App& app) { app.prefix_command(); }
 
 int BadArguments(const CLI::App& app, const std::string& message) {
   const std::string prefix = Prefix(app);
-  std::fprintf(stderr, "%s: %s\n(see '%s --help')\n", prefix.c_str(), message.c_str(), prefix.c_str());
+  std::string printable = message;  // arguments are untrusted: no terminal escapes
+  for (char& c : printable) {
+    if (static_cast<unsigned char>(c) < 0x20 && c != '\n') c = '?';
+    if (c == 0x7f) c = '?';
+  }
+  std::fprintf(stderr, "%s: %s\n(see '%s --help')\n", prefix.c_str(), printable.c_str(), prefix.c_str());
   return 2;
 }
 
@@ -94,6 +99,7 @@ int ParseCommand(CLI::App& app, int argc, char** argv) {
     return -1;
   }
   for (const std::string& extra : app.remaining()) {
+    if (extra == "--") continue;  // CLI11 keeps the marker there; what follows it was positional
     if (extra.size() > 1 && extra[0] == '-') return BadArguments(app, "unknown option '" + extra + "'");
     return BadArguments(app, "unexpected argument '" + extra + "'");
   }

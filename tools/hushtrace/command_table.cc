@@ -7,8 +7,8 @@ namespace hush::cli {
 namespace {
 
 constexpr Command kCommands[] = {
-    {"record", "run a program with a tracing session", RunRecord, nullptr},
-    {"list", "list the tracepoints compiled into a binary", RunList, nullptr},
+    {"record", "run a program with a tracing session", RunRecord, DescribeRecord},
+    {"list", "list the tracepoints compiled into a binary", RunList, DescribeList},
     {"report", "summarize a trace: events, threads, spans, losses", RunReport, nullptr},
     {"dump", "print a trace's events in time order", RunDump, DescribeDump},
     {"recover", "make a trace whose writer died readable again", RunRecover, nullptr},

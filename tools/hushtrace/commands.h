@@ -17,7 +17,9 @@ namespace hush::cli {
 // DescribeX declares X's options on `app` (cli_app.h), bound to storage of its own: for the help
 // of `hushtrace`, the man page and the completion script, which only read the declarations.
 int RunRecord(int argc, char** argv);  // cmd_record.cc
+void DescribeRecord(CLI::App& app);
 int RunList(int argc, char** argv);    // cmd_list.cc
+void DescribeList(CLI::App& app);
 int RunReport(int argc, char** argv);  // cmd_report.cc
 int RunDump(int argc, char** argv);    // cmd_dump.cc
 void DescribeDump(CLI::App& app);
