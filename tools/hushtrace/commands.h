@@ -21,11 +21,15 @@ void DescribeRecord(CLI::App& app);
 int RunList(int argc, char** argv);    // cmd_list.cc
 void DescribeList(CLI::App& app);
 int RunReport(int argc, char** argv);  // cmd_report.cc
+void DescribeReport(CLI::App& app);
 int RunDump(int argc, char** argv);    // cmd_dump.cc
 void DescribeDump(CLI::App& app);
 int RunRecover(int argc, char** argv); // cmd_recover.cc
+void DescribeRecover(CLI::App& app);
 int RunExport(int argc, char** argv);  // cmd_export.cc
+void DescribeExport(CLI::App& app);
 int RunHist(int argc, char** argv);    // cmd_hist.cc
+void DescribeHist(CLI::App& app);
 int RunShip(int argc, char** argv);    // cmd_ship.cc
 // Live control (cmd_control.cc).
 int RunPs(int argc, char** argv);
