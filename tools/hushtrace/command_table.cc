@@ -13,13 +13,13 @@ constexpr Command kCommands[] = {
     {"dump", "print a trace's events in time order", RunDump, DescribeDump},
     {"recover", "make a trace whose writer died readable again", RunRecover, DescribeRecover},
     {"export", "convert a trace for Perfetto, Chrome or flame graphs", RunExport, DescribeExport},
-    {"ship", "insert traces into ClickHouse (docs/sql.md), or watch a directory", RunShip, nullptr},
+    {"ship", "insert traces into ClickHouse (docs/sql.md), or watch a directory", RunShip, DescribeShip},
     {"hist", "histogram of span, function call durations or a numeric field", RunHist, DescribeHist},
-    {"ps", "list running processes that have the hushtrace runtime loaded", RunPs, nullptr},
-    {"start", "start tracing in a running process", RunStart, nullptr},
-    {"stop", "stop tracing in a running process, write its trace", RunStop, nullptr},
-    {"snapshot", "write a running process's flight recorder now", RunSnapshot, nullptr},
-    {"status", "show a running process's session: events, buffers, losses", RunStatus, nullptr},
+    {"ps", "list running processes that have the hushtrace runtime loaded", RunPs, DescribePs},
+    {"start", "start tracing in a running process", RunStart, DescribeStart},
+    {"stop", "stop tracing in a running process, write its trace", RunStop, DescribeStop},
+    {"snapshot", "write a running process's flight recorder now", RunSnapshot, DescribeSnapshot},
+    {"status", "show a running process's session: events, buffers, losses", RunStatus, DescribeStatus},
 };
 
 }  // namespace

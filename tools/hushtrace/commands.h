@@ -31,12 +31,18 @@ void DescribeExport(CLI::App& app);
 int RunHist(int argc, char** argv);    // cmd_hist.cc
 void DescribeHist(CLI::App& app);
 int RunShip(int argc, char** argv);    // cmd_ship.cc
+void DescribeShip(CLI::App& app);
 // Live control (cmd_control.cc).
 int RunPs(int argc, char** argv);
+void DescribePs(CLI::App& app);
 int RunStart(int argc, char** argv);
+void DescribeStart(CLI::App& app);
 int RunStop(int argc, char** argv);
+void DescribeStop(CLI::App& app);
 int RunSnapshot(int argc, char** argv);
+void DescribeSnapshot(CLI::App& app);
 int RunStatus(int argc, char** argv);
+void DescribeStatus(CLI::App& app);
 
 // The subcommands, in the order `hushtrace --help` lists them (command_table.cc).
 struct Command {
