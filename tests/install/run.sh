@@ -20,6 +20,16 @@ step "installing $build into $prefix"
 cmake --install "$build" --prefix "$prefix" >"$tmp/install.log" ||
   { cat "$tmp/install.log" >&2; fail "cmake --install"; }
 
+if [ -x "$prefix/bin/hushtrace" ]; then
+  step "checking the CLI's bash completion and man page"
+  completion="$prefix/share/bash-completion/completions/hushtrace"
+  [ -f "$completion" ] || fail "no $completion installed"
+  bash -c "source '$completion' && complete -p hushtrace" >/dev/null || fail "$completion does not load"
+  if command -v help2man >/dev/null; then
+    [ -f "$prefix/share/man/man1/hushtrace.1" ] || fail "no share/man/man1/hushtrace.1 installed"
+  fi
+fi
+
 step "building the consumer with find_package(hushtrace)"
 cmake -S "$here/consumer" -B "$tmp/consumer" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_PREFIX_PATH="$prefix" >"$tmp/configure.log" 2>&1 ||

@@ -9,7 +9,7 @@ namespace {
 
 void Usage(FILE* out) {
   std::fprintf(out, "usage: hushtrace <command> [options]\n\ncommands:\n");
-  for (const hush::cli::Command& c : hush::cli::AllCommands()) std::fprintf(out, "  %-8s %s\n", c.name, c.summary);
+  for (const hush::cli::Command& c : hush::cli::AllCommands()) std::fprintf(out, "  %-9s %s\n", c.name, c.summary);
   std::fprintf(out,
                "\noptions:\n"
                "  -h, --help     print this help\n"
