@@ -22,6 +22,7 @@
 #include "control_client.h"
 #include "json_writer.h"
 #include "filter/filter.h"
+#include "filter/pattern_limits.h"
 #include "inject.h"
 
 namespace hush::cli {
@@ -252,6 +253,15 @@ int RunStart(int argc, char** argv) {
   for (const std::string& v : args.snapshot_on) {
     if (v.empty()) return Bad("start", "--snapshot-on needs a pattern");
     fields.emplace_back("snapshot-on", v);
+  }
+  std::vector<std::string> events;
+  for (const auto& [key, value] : fields) {
+    if (key == "event") events.push_back(value);
+  }
+  // The limits the process would refuse them with, said before asking it.
+  if (std::string error; !filter::CheckPatterns(events, "event", &error) ||
+                         !filter::CheckPatterns(args.snapshot_on, "snapshot-on", &error)) {
+    return Bad("start", error);
   }
   if (app.count("--snapshot-interval")) {
     const std::string& v = args.snapshot_interval;
