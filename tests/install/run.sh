@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs a configured+built hushtrace into a temporary prefix, then builds a
 # consumer against it with find_package() and with pkg-config, runs it and
-# reads its trace back with babeltrace2.
+# reads its trace back with babeltrace2 and with the installed hushtrace::reader.
 # Usage: tests/install/run.sh [BUILD_DIR]   (default: build)
 set -euo pipefail
 
@@ -61,6 +61,11 @@ check() {
 }
 
 check consumer "$tmp/consumer/consumer"
+step "reading the consumer's trace with hushtrace::reader"
+"$tmp/consumer/read_trace" "$tmp/trace-consumer" >"$tmp/read_trace.txt" ||
+  fail "read_trace exited with $?"
+grep -q '^consumer:hello [1-9]' "$tmp/read_trace.txt" ||
+  { cat "$tmp/read_trace.txt" >&2; fail "read_trace found no consumer:hello event"; }
 [ ! -x "$tmp/consumer/consumer_static" ] || check consumer_static "$tmp/consumer/consumer_static"
 check consumer_pc env LD_LIBRARY_PATH="$libdir" "$tmp/consumer_pc"
 step "OK"
