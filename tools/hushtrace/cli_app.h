@@ -52,6 +52,14 @@ int ParseCommand(CLI::App& app, int argc, char** argv);
 // What StopAtFirstPositional left: PROGRAM and its arguments ("--" before them removed).
 std::vector<std::string> Remaining(const CLI::App& app);
 
+// For DescribeX (commands.h): declares a command's options on `app`, bound to storage that lives
+// as long as the process (those apps are only read: help, man page, completion).
+template <typename Args>
+void DescribeWith(CLI::App& app, void (*define)(CLI::App&, Args&)) {
+  static Args args;
+  define(app, args);
+}
+
 // Prints "hushtrace CMD: message" and the pointer to --help; returns 2.
 int BadArguments(const CLI::App& app, const std::string& message);
 

@@ -45,6 +45,7 @@ void AddFormat(CLI::App& app, ControlArgs& a) {
   app.add_option("--format", a.format, "json: one JSON object, the same keys (docs/cli.md)")->type_name("json");
 }
 
+// clang-format off
 void DefinePs(CLI::App& app, ControlArgs& a) {
   DescribeCommand(app, "ps", "ps [--format json]",
                   "Lists the processes of this user (all for root) that have the hushtrace runtime loaded.",
@@ -82,6 +83,7 @@ void DefineStatus(CLI::App& app, ControlArgs& a) {
   AddPid(app, a);
   AddFormat(app, a);
 }
+// clang-format on
 
 int Bad(const char* command, const std::string& message) {
   std::fprintf(stderr, "hushtrace %s: %s\n(see 'hushtrace %s --help')\n", command, message.c_str(),
@@ -357,10 +359,10 @@ int RunStatus(int argc, char** argv) {
   return 0;
 }
 
-void DescribePs(CLI::App& app) { static ControlArgs args; DefinePs(app, args); }
-void DescribeStart(CLI::App& app) { static ControlArgs args; DefineStart(app, args); }
-void DescribeStop(CLI::App& app) { static ControlArgs args; DefineStop(app, args); }
-void DescribeSnapshot(CLI::App& app) { static ControlArgs args; DefineSnapshot(app, args); }
-void DescribeStatus(CLI::App& app) { static ControlArgs args; DefineStatus(app, args); }
+void DescribePs(CLI::App& app) { DescribeWith(app, DefinePs); }
+void DescribeStart(CLI::App& app) { DescribeWith(app, DefineStart); }
+void DescribeStop(CLI::App& app) { DescribeWith(app, DefineStop); }
+void DescribeSnapshot(CLI::App& app) { DescribeWith(app, DefineSnapshot); }
+void DescribeStatus(CLI::App& app) { DescribeWith(app, DefineStatus); }
 
 }  // namespace hush::cli

@@ -49,6 +49,7 @@ struct Args {
 };
 
 // The grammar of `dump`: one line per option.
+// clang-format off
 void Define(CLI::App& app, Args& a) {
   DescribeCommand(app, "dump", kUsage, kDescription, kFooter);
   app.add_option("DIR", a.dir, "the trace directory")->type_name("");
@@ -59,6 +60,7 @@ void Define(CLI::App& app, Args& a) {
   app.add_flag("--absolute", a.absolute, "print seconds since the epoch instead of since the first event");
   app.add_option("--format", a.format, "text (default) or json: one JSON object per line (JSON Lines) with\nts_ns (since the first event), epoch_ns, tid, name, fields and, for\nfunction events, func (schema: docs/cli.md)")->type_name("FMT");
 }
+// clang-format on
 
 constexpr std::size_t kFlushAt = 1 << 20;
 
@@ -250,10 +252,7 @@ bool ParseTime(std::string_view s, std::int64_t* ns) {
 
 }  // namespace
 
-void DescribeDump(CLI::App& app) {
-  static Args args;  // bound to the options; only their declarations are read
-  Define(app, args);
-}
+void DescribeDump(CLI::App& app) { DescribeWith(app, Define); }
 
 int RunDump(int argc, char** argv) {
   Args a;

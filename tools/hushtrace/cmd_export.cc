@@ -41,12 +41,14 @@ struct Args {
 };
 
 // The grammar of `export`: one line per option.
+// clang-format off
 void Define(CLI::App& app, Args& a) {
   DescribeCommand(app, "export", kUsage, kDescription, kFooter);
   app.add_option("DIR", a.dir, "the trace directory")->type_name("");
   app.add_option("-f,--format", a.format, "perfetto, chrome, folded or sqlite")->type_name("FMT");
   app.add_option("-o,--output", a.output, "the file to write ('-': standard output)")->type_name("FILE");
 }
+// clang-format on
 
 int BadArgs(const std::string& message) {
   std::fprintf(stderr, "hushtrace export: %s\n(see 'hushtrace export --help')\n", message.c_str());
@@ -55,10 +57,7 @@ int BadArgs(const std::string& message) {
 
 }  // namespace
 
-void DescribeExport(CLI::App& app) {
-  static Args args;  // bound to the options; only their declarations are read
-  Define(app, args);
-}
+void DescribeExport(CLI::App& app) { DescribeWith(app, Define); }
 
 int RunExport(int argc, char** argv) {
   Args args;

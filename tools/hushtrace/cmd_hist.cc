@@ -40,6 +40,7 @@ struct Args {
 };
 
 // The grammar of `hist`: one line per option.
+// clang-format off
 void Define(CLI::App& app, Args& a) {
   DescribeCommand(app, "hist", kUsage, kDescription, kFooter);
   app.add_option("DIR", a.dir, "the trace directory")->type_name("");
@@ -50,6 +51,7 @@ void Define(CLI::App& app, Args& a) {
   app.add_option("--width", a.width, "width of the longest bar (default 50)")->type_name("N");
   app.add_option("--format", a.format, "text (default) or json (schema: docs/cli.md)")->type_name("F");
 }
+// clang-format on
 
 int BadArgs(const std::string& message) {
   std::fprintf(stderr, "hushtrace hist: %s\n(see 'hushtrace hist --help')\n", message.c_str());
@@ -190,10 +192,7 @@ int FunctionHist(const reader::Trace& trace, const std::string& glob, int width,
 
 }  // namespace
 
-void DescribeHist(CLI::App& app) {
-  static Args args;  // bound to the options; only their declarations are read
-  Define(app, args);
-}
+void DescribeHist(CLI::App& app) { DescribeWith(app, Define); }
 
 int RunHist(int argc, char** argv) {
   Args args;

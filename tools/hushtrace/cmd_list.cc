@@ -36,11 +36,13 @@ struct Args {
 };
 
 // The grammar of `list`: one line per option.
+// clang-format off
 void Define(CLI::App& app, Args& a) {
   DescribeCommand(app, "list", kUsage, kDescription, kFooter);
   AddPositionals(app, "BINARY", a.files, "executables, shared libraries or object files")->type_name("");
   app.add_flag("--json", a.json, "print a JSON array with one object per binary: file, build_id, tracepoints\n(name, provider, event, kind, fields, file, line, locations, sites,\nstatic_key_sites: patched NOPs, two per span site, 0 in object files)");
 }
+// clang-format on
 
 // Text from a binary is untrusted: no control characters (terminal escapes) reach the terminal.
 std::string Printable(std::string_view s) {
@@ -166,10 +168,7 @@ std::string ModuleJson(const elf::ModuleTracepoints& m) {
 
 }  // namespace
 
-void DescribeList(CLI::App& app) {
-  static Args args;  // bound to the options; only their declarations are read
-  Define(app, args);
-}
+void DescribeList(CLI::App& app) { DescribeWith(app, Define); }
 
 int RunList(int argc, char** argv) {
   Args args;

@@ -207,6 +207,7 @@ struct Args {
 };
 
 // The grammar of `record`: one line per option.
+// clang-format off
 void Define(CLI::App& app, Args& a) {
   DescribeCommand(app, "record", kUsage, kDescription, kFooter);
   StopAtFirstPositional(app);
@@ -223,6 +224,7 @@ void Define(CLI::App& app, Args& a) {
   app.add_option("--depth", a.depth, "trace calls at most N traced frames deep (default: no limit)")->type_name("N");
   app.add_option("--min-duration", a.min_duration, "keep only calls lasting at least D (500ns, 2us, 1ms): one func:call\nevent at their exit instead of func:entry + func:exit")->type_name("D");
 }
+// clang-format on
 
 // Appends the patterns of `value` ("a, b") to `out`; false if it holds none.
 bool AppendPatterns(const std::string& value, std::vector<std::string>* out) {
@@ -421,10 +423,7 @@ std::string VisibleCause(const std::string& dir, const struct stat& created,
 
 }  // namespace
 
-void DescribeRecord(CLI::App& app) {
-  static Args args;  // bound to the options; only their declarations are read
-  Define(app, args);
-}
+void DescribeRecord(CLI::App& app) { DescribeWith(app, Define); }
 
 int RunRecord(int argc, char** argv) {
   Args args;

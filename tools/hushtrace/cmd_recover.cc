@@ -46,6 +46,7 @@ struct Args {
 };
 
 // The grammar of `recover`: one line per option.
+// clang-format off
 void Define(CLI::App& app, Args& a) {
   DescribeCommand(app, "recover", kUsage, kDescription, kFooter);
   app.add_option("DIR", a.dir, "the trace directory")->type_name("");
@@ -54,6 +55,7 @@ void Define(CLI::App& app, Args& a) {
   app.add_flag("--force", a.force, "recover even if the writer process still maps its rings");
   app.add_flag("-q,--quiet", a.quiet, "print only warnings and errors");
 }
+// clang-format on
 
 const char* StatusText(recover::RingStatus s) {
   switch (s) {
@@ -103,10 +105,7 @@ void PrintRing(const recover::RingReport& r, bool dry) {
 
 }  // namespace
 
-void DescribeRecover(CLI::App& app) {
-  static Args args;  // bound to the options; only their declarations are read
-  Define(app, args);
-}
+void DescribeRecover(CLI::App& app) { DescribeWith(app, Define); }
 
 int RunRecover(int argc, char** argv) {
   Args args;

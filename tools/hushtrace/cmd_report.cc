@@ -41,6 +41,7 @@ struct Args {
 };
 
 // The grammar of `report`: one line per option.
+// clang-format off
 void Define(CLI::App& app, Args& a) {
   DescribeCommand(app, "report", kUsage, kDescription, kFooter);
   app.add_option("DIR", a.dir, "the trace directory")->type_name("");
@@ -48,6 +49,7 @@ void Define(CLI::App& app, Args& a) {
   app.add_option("--callers", a.callers, "instead of the summary: the functions that called NAME directly")->type_name("NAME");
   app.add_option("--callees", a.callees, "instead of the summary: the functions NAME called directly")->type_name("NAME");
 }
+// clang-format on
 
 constexpr std::size_t kMaxRows = 20;
 // After the damage of a stream (EventIterator::skipped()), in its WARNING line.
@@ -170,10 +172,7 @@ int PrintCallGraph(const reader::Trace& trace, const FunctionProfile& functions,
 
 }  // namespace
 
-void DescribeReport(CLI::App& app) {
-  static Args args;  // bound to the options; only their declarations are read
-  Define(app, args);
-}
+void DescribeReport(CLI::App& app) { DescribeWith(app, Define); }
 
 int RunReport(int argc, char** argv) {
   Args args;

@@ -74,6 +74,7 @@ struct Args {
 };
 
 // The grammar of `ship`: one line per option.
+// clang-format off
 void Define(CLI::App& app, Args& a) {
   DescribeCommand(app, "ship", kUsage, kDescription, kFooter);
   AddPositionals(app, "TRACE", a.traces, "trace directories to ship")->type_name("");
@@ -89,6 +90,7 @@ void Define(CLI::App& app, Args& a) {
   app.add_option("--max-bytes", a.max_bytes, "bound of the traces waiting under DIR (default: none)")->type_name("N");
   app.add_flag("--once", a.once, "agent: one scan, ship what is there, exit");
 }
+// clang-format on
 
 int BadArgs(const std::string& message) {
   std::fprintf(stderr, "hushtrace ship: %s\n(see 'hushtrace ship --help')\n", message.c_str());
@@ -458,10 +460,7 @@ int Watch(const Options& options, const WatchOptions& watch) {
 
 }  // namespace
 
-void DescribeShip(CLI::App& app) {
-  static Args args;  // bound to the options; only their declarations are read
-  Define(app, args);
-}
+void DescribeShip(CLI::App& app) { DescribeWith(app, Define); }
 
 int RunShip(int argc, char** argv) {
   Args args;
