@@ -160,30 +160,35 @@ bool CopyTrace(const std::string& from, const std::string& to, std::string* erro
   return ok;
 }
 
-// Parses the command line of a control command; -1 to go on, else the exit status.
-int ParseControl(void (*define)(CLI::App&, ControlArgs&), CLI::App& app, ControlArgs& a, int argc,
-                 char** argv, pid_t* pid, bool* json) {
-  define(app, a);
-  if (const int status = ParseCommand(app, argc, argv); status >= 0) return status;
-  if (app.get_option_no_throw("PID") != nullptr && !ParsePid(a.pid.c_str(), pid)) {
-    return BadArguments(app, "expected a process id");
+// A control command's parsed command line.
+struct ControlLine {
+  ControlArgs args;
+  CLI::App app;
+  pid_t pid = 0;
+  bool json = false;  // --format json
+
+  // Parses argv with the options `define` declares; -1 to go on, else the exit status.
+  int Parse(void (*define)(CLI::App&, ControlArgs&), int argc, char** argv) {
+    define(app, args);
+    if (const int status = ParseCommand(app, argc, argv); status >= 0) return status;
+    if (app.get_option_no_throw("PID") != nullptr && !ParsePid(args.pid.c_str(), &pid)) {
+      return BadArguments(app, "expected a process id");
+    }
+    const CLI::Option* format = app.get_option_no_throw("--format");
+    if (format != nullptr && format->count() != 0 && args.format != "json") {
+      return BadArguments(app, "--format needs json");
+    }
+    json = args.format == "json";
+    return -1;
   }
-  const CLI::Option* format = app.get_option_no_throw("--format");
-  if (format != nullptr && format->count() != 0 && a.format != "json") {
-    return BadArguments(app, "--format needs json");
-  }
-  *json = a.format == "json";
-  return -1;
-}
+};
 
 }  // namespace
 
 int RunPs(int argc, char** argv) {
-  ControlArgs args;
-  CLI::App app;
-  pid_t unused_pid = 0;
-  bool json = false;
-  if (const int s = ParseControl(DefinePs, app, args, argc, argv, &unused_pid, &json); s >= 0) return s;
+  ControlLine line;
+  if (const int s = line.Parse(DefinePs, argc, argv); s >= 0) return s;
+  const bool json = line.json;
   DIR* proc = ::opendir("/proc");
   if (proc == nullptr) {
     std::fprintf(stderr, "hushtrace ps: cannot read /proc: %s\n", std::strerror(errno));
@@ -224,11 +229,11 @@ int RunPs(int argc, char** argv) {
 }
 
 int RunStart(int argc, char** argv) {
-  ControlArgs args;
-  CLI::App app;
-  pid_t pid = 0;
-  bool json = false;
-  if (const int s = ParseControl(DefineStart, app, args, argc, argv, &pid, &json); s >= 0) return s;
+  ControlLine line;
+  if (const int s = line.Parse(DefineStart, argc, argv); s >= 0) return s;
+  const ControlArgs& args = line.args;
+  const CLI::App& app = line.app;
+  const pid_t pid = line.pid;
   control::Fields fields;
   std::string output = args.output, mode = args.mode, buffer = args.buffer_size;
   bool have_event = false;
@@ -291,12 +296,10 @@ int RunStart(int argc, char** argv) {
 }
 
 int RunStop(int argc, char** argv) {
-  ControlArgs args;
-  CLI::App app;
-  pid_t pid = 0;
-  bool json = false;
-  int status = ParseControl(DefineStop, app, args, argc, argv, &pid, &json);
+  ControlLine line;
+  int status = line.Parse(DefineStop, argc, argv);
   if (status >= 0) return status;
+  const pid_t pid = line.pid;
   const ControlReply reply = SendControl(pid, "stop", {});
   if ((status = Report("stop", pid, reply)) != 0) return status;
   std::printf("stopped; trace in %s", reply.Get("output").c_str());
@@ -309,14 +312,14 @@ int RunStop(int argc, char** argv) {
 }
 
 int RunSnapshot(int argc, char** argv) {
-  ControlArgs args;
-  CLI::App app;
-  pid_t pid = 0;
-  bool json = false;
-  int status = ParseControl(DefineSnapshot, app, args, argc, argv, &pid, &json);
+  ControlLine line;
+  int status = line.Parse(DefineSnapshot, argc, argv);
   if (status >= 0) return status;
-  if (app.count("--output") && args.output.empty()) return Bad("snapshot", "--output needs a directory");
-  const std::string& copy_to = args.output;
+  const pid_t pid = line.pid;
+  if (line.app.count("--output") && line.args.output.empty()) {
+    return Bad("snapshot", "--output needs a directory");
+  }
+  const std::string& copy_to = line.args.output;
   const ControlReply reply = SendControl(pid, "snapshot", {});
   if ((status = Report("snapshot", pid, reply)) != 0) return status;
   std::string where = reply.Get("output");
@@ -333,15 +336,13 @@ int RunSnapshot(int argc, char** argv) {
 }
 
 int RunStatus(int argc, char** argv) {
-  ControlArgs args;
-  CLI::App app;
-  pid_t pid = 0;
-  bool json = false;
-  int status = ParseControl(DefineStatus, app, args, argc, argv, &pid, &json);
+  ControlLine line;
+  int status = line.Parse(DefineStatus, argc, argv);
   if (status >= 0) return status;
+  const pid_t pid = line.pid;
   const ControlReply reply = SendControl(pid, "status", {});
   if ((status = Report("status", pid, reply)) != 0) return status;
-  if (!json) {
+  if (!line.json) {
     for (const auto& [key, value] : reply.fields) std::printf("%s: %s\n", key.c_str(), value.c_str());
     return 0;
   }
