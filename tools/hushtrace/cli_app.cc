@@ -1,5 +1,7 @@
 #include "cli_app.h"
 
+#include "filter/filter.h"
+
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -104,6 +106,14 @@ int ParseCommand(CLI::App& app, int argc, char** argv) {
     return BadArguments(app, "unexpected argument '" + extra + "'");
   }
   return -1;
+}
+
+bool CheckRuntimeFilter(const CLI::App& app, const std::string& expr) {
+  std::string error;  // "column N: what"
+  if (filter::Parse(expr, &error)) return true;
+  std::fprintf(stderr, "%s: bad filter, %s\n%s\n", Prefix(app).c_str(), error.c_str(),
+               filter::Caret(expr, std::stoul(error.substr(7))).c_str());
+  return false;
 }
 
 std::vector<std::string> Remaining(const CLI::App& app) {

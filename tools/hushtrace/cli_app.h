@@ -60,6 +60,11 @@ void DescribeWith(CLI::App& app, void (*define)(CLI::App&, Args&)) {
   define(app, args);
 }
 
+// Parses a runtime filter expression (record/start --filter) as the traced process will, so that
+// a typo is refused before anything runs. False after printing "hushtrace CMD: bad filter,
+// column N: what" and the expression with a caret under the column.
+bool CheckRuntimeFilter(const CLI::App& app, const std::string& expr);
+
 // Prints "hushtrace CMD: message" and the pointer to --help; returns 2.
 int BadArguments(const CLI::App& app, const std::string& message);
 

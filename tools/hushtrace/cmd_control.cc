@@ -21,7 +21,6 @@
 #include "commands.h"
 #include "control_client.h"
 #include "json_writer.h"
-#include "filter/filter.h"
 #include "filter/pattern_limits.h"
 #include "inject.h"
 
@@ -248,14 +247,8 @@ int RunStart(int argc, char** argv) {
     return Bad("start", "--mode must be 'stream' or 'flight'");
   }
   if (app.count("--filter")) {
-    const std::string& v = args.filter;
-    std::string error;
-    if (!filter::Parse(v, &error)) {
-      std::fprintf(stderr, "hushtrace start: bad filter, %s\n%s\n", error.c_str(),
-                   filter::Caret(v, std::stoul(error.substr(7))).c_str());
-      return 2;
-    }
-    fields.emplace_back("filter", v);
+    if (!CheckRuntimeFilter(app, args.filter)) return 2;
+    fields.emplace_back("filter", args.filter);
   }
   for (const std::string& v : args.snapshot_on) {
     if (v.empty()) return Bad("start", "--snapshot-on needs a pattern");

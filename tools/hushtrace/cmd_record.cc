@@ -23,7 +23,6 @@
 
 #include "cli_app.h"
 #include "commands.h"
-#include "filter/filter.h"
 #include "filter/pattern_limits.h"
 #include "hushtrace/reader.h"
 #include "record_functions.h"
@@ -240,14 +239,8 @@ int ParseOptions(const CLI::App& app, const Args& a, Options* o) {
   }
   if (app.count("--filter")) {
     // Parsed here so that a typo is reported before PROGRAM runs (the runtime parses it again).
-    const std::string& value = a.filter;
-    std::string error;
-    if (!filter::Parse(value, &error)) {
-      std::fprintf(stderr, "hushtrace record: bad filter, %s\n%s\n", error.c_str(),
-                   filter::Caret(value, std::stoul(error.substr(7))).c_str());
-      return 2;
-    }
-    o->filter = value;
+    if (!CheckRuntimeFilter(app, a.filter)) return 2;
+    o->filter = a.filter;
     o->has_filter = true;
   }
   for (const std::string& value : a.snapshot_on) {
