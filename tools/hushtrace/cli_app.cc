@@ -100,10 +100,14 @@ int ParseCommand(CLI::App& app, int argc, char** argv) {
     }
     return -1;
   }
-  for (const std::string& extra : app.remaining()) {
-    if (extra == "--") continue;  // CLI11 keeps the marker there; what follows it was positional
+  // Unknown options first: they explain a positional too many ("ps -x 1").
+  const std::vector<std::string> extras = app.remaining();
+  for (const std::string& extra : extras) {
+    if (extra == "--") break;  // CLI11 keeps the marker there; what follows it was positional
     if (extra.size() > 1 && extra[0] == '-') return BadArguments(app, "unknown option '" + extra + "'");
-    return BadArguments(app, "unexpected argument '" + extra + "'");
+  }
+  for (const std::string& extra : extras) {
+    if (extra != "--") return BadArguments(app, "unexpected argument '" + extra + "'");
   }
   return -1;
 }
