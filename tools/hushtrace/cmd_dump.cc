@@ -29,7 +29,7 @@
 namespace hush::cli {
 namespace {
 
-constexpr char kUsage[] = "dump [options] DIR";
+constexpr char kUsage[] = "dump DIR [options]";
 constexpr char kDescription[] =
     "Prints the events of the trace in DIR, one line each, in time order:\n"
     "  [  1.234567890] tid 1234 demo:request worker=0 request_id=7 path=\"/index.html\"\n"

@@ -20,7 +20,7 @@
 namespace hush::cli {
 namespace {
 
-constexpr char kUsage[] = "export [options] DIR --format perfetto|chrome|folded|sqlite -o FILE";
+constexpr char kUsage[] = "export DIR --format perfetto|chrome|folded|sqlite -o FILE [options]";
 constexpr char kDescription[] =
     "Converts the trace in DIR for a timeline viewer, streaming (memory does not grow with the\n"
     "trace):\n"

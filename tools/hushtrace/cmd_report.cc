@@ -22,7 +22,7 @@
 namespace hush::cli {
 namespace {
 
-constexpr char kUsage[] = "report [options] DIR";
+constexpr char kUsage[] = "report DIR [options]";
 constexpr char kDescription[] =
     "Summarizes the trace in DIR: duration, events and bytes, events per name and per thread,\n"
     "lost events (lines starting with WARNING:), spans by total and self time, traced functions\n"

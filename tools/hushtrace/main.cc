@@ -14,7 +14,8 @@ void Usage(FILE* out) {
                "\noptions:\n"
                "  -h, --help     print this help\n"
                "  -V, --version  print the version\n"
-               "\n'hushtrace <command> --help' describes a command and lists all its options.\n");
+               "\n'hushtrace <command> --help' describes a command and lists all its options;\n"
+               "'hushtrace -V' (--version) prints the version.\n");
 }
 
 }  // namespace
