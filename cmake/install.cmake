@@ -1,5 +1,5 @@
 # Install rules: headers, libhushtrace.{so,a}, the hushtrace CLI, a CMake package
-# (find_package(hushtrace) -> hushtrace::hushtrace, hushtrace::hushtrace_static)
+# (find_package(hushtrace) -> hushtrace::hushtrace, hushtrace::hushtrace_static, hushtrace::reader)
 # and a pkg-config file. Included from the top-level CMakeLists.txt after all
 # targets are defined; every target is optional so configuring always works.
 include(CMakePackageConfigHelpers)
@@ -31,6 +31,13 @@ if(TARGET hushtrace_static)
   hush_default_property(hushtrace_static OUTPUT_NAME hushtrace)
   hush_default_property(hushtrace_static EXPORT_NAME hushtrace_static)
   list(APPEND hush_exported hushtrace_static)
+endif()
+
+# The trace reader (include/hushtrace/reader.h), for programs that read traces:
+# find_package(hushtrace COMPONENTS reader) -> hushtrace::reader.
+if(TARGET hushtrace_reader)
+  hush_default_property(hushtrace_reader EXPORT_NAME reader)
+  list(APPEND hush_exported hushtrace_reader)
 endif()
 
 if(hush_exported)

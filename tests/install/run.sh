@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs a configured+built hushtrace into a temporary prefix, then builds a
 # consumer against it with find_package() and with pkg-config, runs it and
-# reads its trace back with babeltrace2.
+# reads its trace back with babeltrace2 and with the installed hushtrace::reader.
 # Usage: tests/install/run.sh [BUILD_DIR]   (default: build)
 set -euo pipefail
 
@@ -19,6 +19,16 @@ prefix="$tmp/prefix"
 step "installing $build into $prefix"
 cmake --install "$build" --prefix "$prefix" >"$tmp/install.log" ||
   { cat "$tmp/install.log" >&2; fail "cmake --install"; }
+
+if [ -x "$prefix/bin/hushtrace" ]; then
+  step "checking the CLI's bash completion and man page"
+  completion="$prefix/share/bash-completion/completions/hushtrace"
+  [ -f "$completion" ] || fail "no $completion installed"
+  bash -c "source '$completion' && complete -p hushtrace" >/dev/null || fail "$completion does not load"
+  if command -v help2man >/dev/null; then
+    [ -f "$prefix/share/man/man1/hushtrace.1" ] || fail "no share/man/man1/hushtrace.1 installed"
+  fi
+fi
 
 step "building the consumer with find_package(hushtrace)"
 cmake -S "$here/consumer" -B "$tmp/consumer" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -51,6 +61,11 @@ check() {
 }
 
 check consumer "$tmp/consumer/consumer"
+step "reading the consumer's trace with hushtrace::reader"
+"$tmp/consumer/read_trace" "$tmp/trace-consumer" >"$tmp/read_trace.txt" ||
+  fail "read_trace exited with $?"
+grep -q '^consumer:hello [1-9]' "$tmp/read_trace.txt" ||
+  { cat "$tmp/read_trace.txt" >&2; fail "read_trace found no consumer:hello event"; }
 [ ! -x "$tmp/consumer/consumer_static" ] || check consumer_static "$tmp/consumer/consumer_static"
 check consumer_pc env LD_LIBRARY_PATH="$libdir" "$tmp/consumer_pc"
 step "OK"

@@ -16,33 +16,73 @@
 #include <string>
 #include <vector>
 
+#include "base/parse.h"
+#include "cli_app.h"
 #include "commands.h"
 #include "control_client.h"
 #include "json_writer.h"
-#include "filter/filter.h"
+#include "filter/pattern_limits.h"
 #include "inject.h"
 
 namespace hush::cli {
 namespace {
 
-constexpr char kStartUsage[] =
-    "usage: hushtrace start PID [options]\n"
-    "\n"
-    "Starts a tracing session in the running process PID, which links libhushtrace.\n"
-    "\n"
-    "options:\n"
-    "  -e, --events PATTERN     events to record (glob over 'provider:name'); repeat or separate\n"
-    "                           with commas. Default: '*'\n"
-    "  -o, --output DIR         trace directory, created 0700 by the process. Default:\n"
-    "                           ./hushtrace-YYYYMMDD-HHMMSS-PID\n"
-    "      --mode stream|flight default stream\n"
-    "      --buffer-size SIZE   ring buffer per thread, 16k to 256M (256k, 4M...). Default: 1M\n"
-    "      --filter EXPR        record only events whose fields satisfy EXPR, e.g.\n"
-    "                           'bytes > 1000 && fd != 3' (==, !=, <, <=, >, >=, &&, ||, !, ())\n"
-    "      --snapshot-on PATTERN  flight mode: write a snapshot when an event matching PATTERN\n"
-    "                           is emitted (the event is recorded); repeat for several\n"
-    "      --snapshot-interval MS at most one triggered snapshot per MS milliseconds. Default: "
-    "1000\n";
+constexpr char kExitStatus[] =
+    "exit status: 0 ok, 1 the process did not answer or refused, 2 bad arguments\n";
+
+// The grammar of the live-control commands: one line per option.
+struct ControlArgs {
+  std::string pid, output, mode, buffer_size, filter, snapshot_interval, format;
+  std::vector<std::string> events, snapshot_on;
+};
+
+void AddPid(CLI::App& app, ControlArgs& a) {
+  app.add_option("PID", a.pid, "the process, which links libhushtrace")->type_name("");
+}
+
+void AddFormat(CLI::App& app, ControlArgs& a) {
+  app.add_option("--format", a.format, "json: one JSON object, the same keys (docs/cli.md)")->type_name("json");
+}
+
+// clang-format off
+void DefinePs(CLI::App& app, ControlArgs& a) {
+  DescribeCommand(app, "ps", "ps [--format json]",
+                  "Lists the processes of this user (all for root) that have the hushtrace runtime loaded.",
+                  "--format json prints a JSON array of {\"pid\", \"user\", \"control\", \"command\"} "
+                  "(docs/cli.md).\n");
+  AddFormat(app, a);
+}
+
+void DefineStart(CLI::App& app, ControlArgs& a) {
+  DescribeCommand(app, "start", "start PID [options]",
+                  "Starts a tracing session in the running process PID, which links libhushtrace.", kExitStatus);
+  AddPid(app, a);
+  AddList(app, "-e,--events", a.events, "events to record (glob over 'provider:name'); repeat or separate\nwith commas. Default: '*'")->type_name("PATTERN");
+  app.add_option("-o,--output", a.output, "trace directory, created 0700 by the process. Default:\n./hushtrace-YYYYMMDD-HHMMSS-PID")->type_name("DIR");
+  app.add_option("--mode", a.mode, "default stream")->type_name("stream|flight");
+  app.add_option("--buffer-size", a.buffer_size, "ring buffer per thread, 16k to 256M (256k, 4M...). Default: 1M")->type_name("SIZE");
+  app.add_option("--filter", a.filter, "record only events whose fields satisfy EXPR, e.g.\n'bytes > 1000 && fd != 3' (==, !=, <, <=, >, >=, &&, ||, !, ())")->type_name("EXPR");
+  AddList(app, "--snapshot-on", a.snapshot_on, "flight mode: write a snapshot when an event matching PATTERN\nis emitted (the event is recorded); repeat for several")->type_name("PATTERN");
+  app.add_option("--snapshot-interval", a.snapshot_interval, "at most one triggered snapshot per MS milliseconds. Default: 1000")->type_name("MS");
+}
+
+void DefineStop(CLI::App& app, ControlArgs& a) {
+  DescribeCommand(app, "stop", "stop PID", "Stops the tracing session of the process PID and writes its trace.", kExitStatus);
+  AddPid(app, a);
+}
+
+void DefineSnapshot(CLI::App& app, ControlArgs& a) {
+  DescribeCommand(app, "snapshot", "snapshot PID [-o DIR]", "Writes the flight recorder of the process PID now.", kExitStatus);
+  AddPid(app, a);
+  app.add_option("-o,--output", a.output, "copy the snapshot's trace files into the new directory DIR")->type_name("DIR");
+}
+
+void DefineStatus(CLI::App& app, ControlArgs& a) {
+  DescribeCommand(app, "status", "status PID [--format json]", "Shows the session of the process PID: events, buffers, losses.", kExitStatus);
+  AddPid(app, a);
+  AddFormat(app, a);
+}
+// clang-format on
 
 int Bad(const char* command, const std::string& message) {
   std::fprintf(stderr, "hushtrace %s: %s\n(see 'hushtrace %s --help')\n", command, message.c_str(),
@@ -119,48 +159,35 @@ bool CopyTrace(const std::string& from, const std::string& to, std::string* erro
   return ok;
 }
 
-// Whether argv[first..] is exactly "--format json" or "--format=json" (ps, status).
-bool IsJsonFormat(int argc, char** argv, int first) {
-  if (argc == first + 1) return std::strcmp(argv[first], "--format=json") == 0;
-  return argc == first + 2 && std::strcmp(argv[first], "--format") == 0 &&
-         std::strcmp(argv[first + 1], "json") == 0;
-}
+// A control command's parsed command line.
+struct ControlLine {
+  ControlArgs args;
+  CLI::App app;
+  pid_t pid = 0;
+  bool json = false;  // --format json
 
-// Shared by stop/snapshot/status: "hushtrace VERB PID".
-bool ParsePidOnly(const char* command, int argc, char** argv, int first_extra, pid_t* pid, int* status) {
-  if (argc >= 2 && (std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "--help") == 0)) {
-    std::printf("usage: hushtrace %s PID%s\n", command,
-                std::strcmp(command, "snapshot") == 0 ? " [-o DIR]"
-                : std::strcmp(command, "status") == 0
-                    ? " [--format json]\n\n--format json: one JSON object, the same keys (docs/cli.md)"
-                    : "");
-    *status = 0;
-    return false;
+  // Parses argv with the options `define` declares; -1 to go on, else the exit status.
+  int Parse(void (*define)(CLI::App&, ControlArgs&), int argc, char** argv) {
+    define(app, args);
+    if (const int status = ParseCommand(app, argc, argv); status >= 0) return status;
+    if (app.get_option_no_throw("PID") != nullptr && !ParsePid(args.pid.c_str(), &pid)) {
+      return BadArguments(app, "expected a process id");
+    }
+    const CLI::Option* format = app.get_option_no_throw("--format");
+    if (format != nullptr && format->count() != 0 && args.format != "json") {
+      return BadArguments(app, "--format needs json");
+    }
+    json = args.format == "json";
+    return -1;
   }
-  if (argc < 2 || !ParsePid(argv[1], pid)) {
-    *status = Bad(command, "expected a process id");
-    return false;
-  }
-  if (argc > first_extra) {
-    *status = Bad(command, std::string("unexpected argument '") + argv[first_extra] + "'");
-    return false;
-  }
-  return true;
-}
+};
 
 }  // namespace
 
 int RunPs(int argc, char** argv) {
-  const bool json = argc > 1 && IsJsonFormat(argc, argv, 1);
-  if (argc > 1 && !json) {
-    if (std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "--help") == 0) {
-      std::printf("usage: hushtrace ps [--format json]\n\nLists the processes of this user (all "
-                  "for root) that have the hushtrace runtime loaded; --format json prints a JSON\n"
-                  "array of {\"pid\", \"user\", \"control\", \"command\"} (docs/cli.md).\n");
-      return 0;
-    }
-    return Bad("ps", std::string("unexpected argument '") + argv[1] + "'");
-  }
+  ControlLine line;
+  if (const int s = line.Parse(DefinePs, argc, argv); s >= 0) return s;
+  const bool json = line.json;
   DIR* proc = ::opendir("/proc");
   if (proc == nullptr) {
     std::fprintf(stderr, "hushtrace ps: cannot read /proc: %s\n", std::strerror(errno));
@@ -201,64 +228,47 @@ int RunPs(int argc, char** argv) {
 }
 
 int RunStart(int argc, char** argv) {
-  if (argc >= 2 && (std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "--help") == 0)) {
-    std::fputs(kStartUsage, stdout);
-    return 0;
-  }
-  pid_t pid;
-  if (argc < 2 || !ParsePid(argv[1], &pid)) return Bad("start", "expected a process id");
+  ControlLine line;
+  if (const int s = line.Parse(DefineStart, argc, argv); s >= 0) return s;
+  const ControlArgs& args = line.args;
+  const CLI::App& app = line.app;
+  const pid_t pid = line.pid;
   control::Fields fields;
-  std::string output, mode, buffer;
+  std::string output = args.output, mode = args.mode, buffer = args.buffer_size;
   bool have_event = false;
-  for (int i = 2; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto value = [&](std::string* out) {
-      if (i + 1 >= argc) return false;
-      *out = argv[++i];
-      return true;
-    };
-    std::string v;
-    if (arg == "-e" || arg == "--events") {
-      if (!value(&v)) return Bad("start", arg + " needs a pattern");
-      std::size_t begin = 0;
-      for (;;) {
-        const std::size_t comma = v.find(',', begin);
-        const std::string one = v.substr(begin, comma - begin);
-        if (!one.empty()) {
-          fields.emplace_back("event", one);
-          have_event = true;
-        }
-        if (comma == std::string::npos) break;
-        begin = comma + 1;
-      }
-    } else if (arg == "-o" || arg == "--output") {
-      if (!value(&output) || output.empty()) return Bad("start", arg + " needs a directory");
-    } else if (arg == "--mode") {
-      if (!value(&mode) || (mode != "stream" && mode != "flight")) {
-        return Bad("start", "--mode must be 'stream' or 'flight'");
-      }
-    } else if (arg == "--buffer-size") {
-      if (!value(&buffer)) return Bad("start", "--buffer-size needs a size");
-    } else if (arg == "--filter") {
-      if (!value(&v)) return Bad("start", "--filter needs an expression");
-      std::string error;
-      if (!filter::Parse(v, &error)) {
-        std::fprintf(stderr, "hushtrace start: bad filter, %s\n%s\n", error.c_str(),
-                     filter::Caret(v, std::stoul(error.substr(7))).c_str());
-        return 2;
-      }
-      fields.emplace_back("filter", v);
-    } else if (arg == "--snapshot-on") {
-      if (!value(&v) || v.empty()) return Bad("start", "--snapshot-on needs a pattern");
-      fields.emplace_back("snapshot-on", v);
-    } else if (arg == "--snapshot-interval") {
-      if (!value(&v) || v.empty() || v.find_first_not_of("0123456789") != std::string::npos) {
-        return Bad("start", "--snapshot-interval needs a number of milliseconds");
-      }
-      fields.emplace_back("snapshot-interval-ms", v);
-    } else {
-      return Bad("start", "unknown option '" + arg + "'");
+  for (const std::string& v : args.events) {
+    for (const std::string& one : hush::base::SplitList(v)) {
+      fields.emplace_back("event", one);
+      have_event = true;
     }
+  }
+  if (app.count("--output") && output.empty()) return Bad("start", "--output needs a directory");
+  if (app.count("--mode") && mode != "stream" && mode != "flight") {
+    return Bad("start", "--mode must be 'stream' or 'flight'");
+  }
+  if (app.count("--filter")) {
+    if (!CheckRuntimeFilter(app, args.filter)) return 2;
+    fields.emplace_back("filter", args.filter);
+  }
+  for (const std::string& v : args.snapshot_on) {
+    if (v.empty()) return Bad("start", "--snapshot-on needs a pattern");
+    fields.emplace_back("snapshot-on", v);
+  }
+  std::vector<std::string> events;
+  for (const auto& [key, value] : fields) {
+    if (key == "event") events.push_back(value);
+  }
+  // The limits the process would refuse them with, said before asking it.
+  if (std::string error; !filter::CheckPatterns(events, "event", &error) ||
+                         !filter::CheckPatterns(args.snapshot_on, "snapshot-on", &error)) {
+    return Bad("start", error);
+  }
+  if (app.count("--snapshot-interval")) {
+    const std::string& v = args.snapshot_interval;
+    if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos) {
+      return Bad("start", "--snapshot-interval needs a number of milliseconds");
+    }
+    fields.emplace_back("snapshot-interval-ms", v);
   }
   if (!have_event) fields.emplace_back("event", "*");
   if (output.empty()) {
@@ -279,9 +289,10 @@ int RunStart(int argc, char** argv) {
 }
 
 int RunStop(int argc, char** argv) {
-  pid_t pid;
-  int status = 0;
-  if (!ParsePidOnly("stop", argc, argv, 2, &pid, &status)) return status;
+  ControlLine line;
+  int status = line.Parse(DefineStop, argc, argv);
+  if (status >= 0) return status;
+  const pid_t pid = line.pid;
   const ControlReply reply = SendControl(pid, "stop", {});
   if ((status = Report("stop", pid, reply)) != 0) return status;
   std::printf("stopped; trace in %s", reply.Get("output").c_str());
@@ -294,14 +305,14 @@ int RunStop(int argc, char** argv) {
 }
 
 int RunSnapshot(int argc, char** argv) {
-  pid_t pid;
-  int status = 0;
-  std::string copy_to;
-  if (argc == 4 && (std::strcmp(argv[2], "-o") == 0 || std::strcmp(argv[2], "--output") == 0)) {
-    copy_to = argv[3];
-    argc = 2;
+  ControlLine line;
+  int status = line.Parse(DefineSnapshot, argc, argv);
+  if (status >= 0) return status;
+  const pid_t pid = line.pid;
+  if (line.app.count("--output") && line.args.output.empty()) {
+    return Bad("snapshot", "--output needs a directory");
   }
-  if (!ParsePidOnly("snapshot", argc, argv, 2, &pid, &status)) return status;
+  const std::string& copy_to = line.args.output;
   const ControlReply reply = SendControl(pid, "snapshot", {});
   if ((status = Report("snapshot", pid, reply)) != 0) return status;
   std::string where = reply.Get("output");
@@ -318,13 +329,13 @@ int RunSnapshot(int argc, char** argv) {
 }
 
 int RunStatus(int argc, char** argv) {
-  pid_t pid;
-  int status = 0;
-  const bool json = argc > 2 && IsJsonFormat(argc, argv, 2);
-  if (!ParsePidOnly("status", json ? 2 : argc, argv, 2, &pid, &status)) return status;
+  ControlLine line;
+  int status = line.Parse(DefineStatus, argc, argv);
+  if (status >= 0) return status;
+  const pid_t pid = line.pid;
   const ControlReply reply = SendControl(pid, "status", {});
   if ((status = Report("status", pid, reply)) != 0) return status;
-  if (!json) {
+  if (!line.json) {
     for (const auto& [key, value] : reply.fields) std::printf("%s: %s\n", key.c_str(), value.c_str());
     return 0;
   }
@@ -341,5 +352,11 @@ int RunStatus(int argc, char** argv) {
   std::fputs(j.EndObject().text().c_str(), stdout);
   return 0;
 }
+
+void DescribePs(CLI::App& app) { DescribeWith(app, DefinePs); }
+void DescribeStart(CLI::App& app) { DescribeWith(app, DefineStart); }
+void DescribeStop(CLI::App& app) { DescribeWith(app, DefineStop); }
+void DescribeSnapshot(CLI::App& app) { DescribeWith(app, DefineSnapshot); }
+void DescribeStatus(CLI::App& app) { DescribeWith(app, DefineStatus); }
 
 }  // namespace hush::cli

@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "arg_cursor.h"
+#include "cli_app.h"
 #include "commands.h"
 #include "export/symbolizer.h"
 #include "export/timeline.h"
@@ -29,31 +29,38 @@
 namespace hush::cli {
 namespace {
 
-constexpr const char kUsage[] =
-    "usage: hushtrace dump DIR [-e GLOB]... [--filter EXPR] [--since T] [--until T] [--absolute]\n"
-    "                          [--format text|json]\n"
-    "\n"
+constexpr char kUsage[] = "dump DIR [options]";
+constexpr char kDescription[] =
     "Prints the events of the trace in DIR, one line each, in time order:\n"
     "  [  1.234567890] tid 1234 demo:request worker=0 request_id=7 path=\"/index.html\"\n"
-    "Function events end with func=\"NAME\": the function at addr, named as in report.\n"
-    "\n"
-    "options:\n"
-    "  -e, --event GLOB  only events whose provider:name matches GLOB (repeatable; * ? [...]);\n"
-    "                    a GLOB matching no event of the trace's metadata is an error\n"
-    "  --filter EXPR     only events for which EXPR holds, e.g. 'status >= 500 && path ~ "
-    "\"/api*\"'\n"
-    "                    (== != < <= > >= ~, && || ! ( ); $name $tid $thread; docs/reader.md)\n"
-    "  --since T         only events at or after T, relative to the first event of the trace\n"
-    "  --until T         only events at or before T (same origin)\n"
-    "                    T: a number of seconds, or with a unit: 1.5s 250ms 40us 1200ns\n"
-    "  --absolute        print seconds since the epoch instead of since the first event\n"
-    "  --format FMT      text (default) or json: one JSON object per line (JSON Lines) with\n"
-    "                    ts_ns (since the first event), epoch_ns, tid, name, fields and, for\n"
-    "                    function events, func (schema: docs/cli.md)\n"
-    "  -h, --help        this help\n"
+    "Function events end with func=\"NAME\": the function at addr, named as in report.";
+constexpr char kFooter[] =
+    "T: a number of seconds, or with a unit: 1.5s 250ms 40us 1200ns\n"
     "\n"
     "exit status: 0 ok, 1 unreadable trace, 2 bad arguments, 3 partial: a damaged stream was\n"
     "read up to the damage (named on stderr), the other streams to their end\n";
+
+struct Args {
+  std::string dir;
+  std::vector<std::string> globs;
+  std::vector<std::string> filter;
+  std::string since, until, format = "text";
+  bool absolute = false;
+};
+
+// The grammar of `dump`: one line per option.
+// clang-format off
+void Define(CLI::App& app, Args& a) {
+  DescribeCommand(app, "dump", kUsage, kDescription, kFooter);
+  app.add_option("DIR", a.dir, "the trace directory")->type_name("");
+  AddList(app, "-e,--event,--events", a.globs, "only events whose provider:name matches GLOB (repeatable; * ? [...]);\na GLOB matching no event of the trace's metadata is an error")->type_name("GLOB");
+  AddList(app, "--filter", a.filter, "only events for which EXPR holds, e.g. 'status >= 500 && path ~ \"/api*\"'\n(== != < <= > >= ~, && || ! ( ); $name $tid $thread; docs/reader.md)")->type_name("EXPR");
+  app.add_option("--since", a.since, "only events at or after T, relative to the first event of the trace")->type_name("T");
+  app.add_option("--until", a.until, "only events at or before T (same origin)")->type_name("T");
+  app.add_flag("--absolute", a.absolute, "print seconds since the epoch instead of since the first event");
+  app.add_option("--format", a.format, "text (default) or json: one JSON object per line (JSON Lines) with\nts_ns (since the first event), epoch_ns, tid, name, fields and, for\nfunction events, func (schema: docs/cli.md)")->type_name("FMT");
+}
+// clang-format on
 
 constexpr std::size_t kFlushAt = 1 << 20;
 
@@ -243,51 +250,34 @@ bool ParseTime(std::string_view s, std::int64_t* ns) {
   return true;
 }
 
-int BadArgs(const std::string& message) {
-  std::fprintf(stderr, "hushtrace dump: %s\n(try 'hushtrace dump --help')\n", message.c_str());
-  return 2;
-}
-
 }  // namespace
 
+void DescribeDump(CLI::App& app) { DescribeWith(app, Define); }
+
 int RunDump(int argc, char** argv) {
-  std::string dir;
-  std::vector<std::string> globs;
-  std::int64_t since = INT64_MIN, until = INT64_MAX;
-  bool absolute = false, json = false;
-  std::unique_ptr<FilterExpr> filter;
-  ArgCursor args(argc, argv);
-  while (args.Next()) {
-    const std::string& arg = args.arg();
-    if (arg == "-h" || arg == "--help") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (arg == "-e" || arg == "--event") {
-      std::string g;
-      if (!args.TakeValue(&g) || g.empty()) return BadArgs(arg + " needs a GLOB");
-      globs.push_back(g);
-    } else if (arg == "--since" || arg == "--until") {
-      std::string t;
-      std::int64_t ns;
-      if (!args.TakeValue(&t) || !ParseTime(t, &ns)) return BadArgs(arg + " needs a time such as 1.5, 250ms, 40us");
-      (arg == "--since" ? since : until) = ns;
-    } else if (arg == "--filter") {
-      std::string text, error;
-      if (!args.TakeValue(&text) || text.empty()) return BadArgs("--filter needs an expression");
-      if (filter) return BadArgs("--filter given twice (combine with && instead)");
-      filter = FilterExpr::Parse(text, &error);
-      if (!filter) return BadArgs(error);
-    } else if (arg == "--format") {
-      std::string f;
-      if (!args.TakeNonEmpty(&f) || (f != "text" && f != "json"))
-        return BadArgs("--format needs text or json");
-      json = f == "json";
-    } else if (arg == "--absolute" && !args.has_inline_value()) {
-      absolute = true;
-    } else if (std::string why; !args.TakeTraceDir(&dir, &why)) {
-      return BadArgs(why);
-    }
+  Args a;
+  CLI::App app;
+  Define(app, a);
+  if (const int status = ParseCommand(app, argc, argv); status >= 0) return status;
+  const auto BadArgs = [&](const std::string& message) { return BadArguments(app, message); };
+  const std::string& dir = a.dir;
+  const std::vector<std::string>& globs = a.globs;
+  for (const std::string& g : globs) {
+    if (g.empty()) return BadArgs("-e needs a GLOB");
   }
+  std::int64_t since = INT64_MIN, until = INT64_MAX;
+  if (app.count("--since") && !ParseTime(a.since, &since)) return BadArgs("--since needs a time such as 1.5, 250ms, 40us");
+  if (app.count("--until") && !ParseTime(a.until, &until)) return BadArgs("--until needs a time such as 1.5, 250ms, 40us");
+  std::unique_ptr<FilterExpr> filter;
+  if (a.filter.size() > 1) return BadArgs("--filter given twice (combine with && instead)");
+  if (!a.filter.empty()) {
+    std::string error;
+    if (a.filter[0].empty()) return BadArgs("--filter needs an expression");
+    filter = FilterExpr::Parse(a.filter[0], &error);
+    if (!filter) return BadArgs(error);
+  }
+  if (a.format != "text" && a.format != "json") return BadArgs("--format needs text or json");
+  const bool json = a.format == "json", absolute = a.absolute;
   if (dir.empty()) return BadArgs("missing the trace directory DIR");
   if (since > until) return BadArgs("--since is after --until");
 

@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "arg_cursor.h"
+#include "cli_app.h"
 #include "commands.h"
 #include "export/chrome_json_writer.h"
 #include "export/folded_writer.h"
@@ -20,9 +20,8 @@
 namespace hush::cli {
 namespace {
 
-constexpr const char kUsage[] =
-    "usage: hushtrace export DIR --format perfetto|chrome|folded|sqlite -o FILE\n"
-    "\n"
+constexpr char kUsage[] = "export DIR --format perfetto|chrome|folded|sqlite -o FILE [options]";
+constexpr char kDescription[] =
     "Converts the trace in DIR for a timeline viewer, streaming (memory does not grow with the\n"
     "trace):\n"
     "  perfetto  Perfetto protobuf trace: open FILE in https://ui.perfetto.dev (Open trace file)\n"
@@ -32,42 +31,45 @@ constexpr const char kUsage[] =
     "  sqlite    SQLite database of the tables of docs/sql.md (FILE is replaced): sqlite3 FILE\n"
     "Spans and function calls become slices on their thread, instants and other events instants\n"
     "(fields as arguments), counters counter tracks, scheduler events \"running\" slices.\n"
-    "Functions are named as in report: demangled symbols, else module+offset.\n"
-    "\n"
-    "options:\n"
-    "  -f, --format FMT  perfetto, chrome, folded or sqlite\n"
-    "  -o, --output FILE the file to write ('-': standard output)\n"
-    "  -h, --help        this help\n"
-    "\n"
+    "Functions are named as in report: demangled symbols, else module+offset.";
+constexpr char kFooter[] =
     "exit status: 0 ok, 1 unreadable trace or write error, 2 bad arguments, 3 partial: a damaged\n"
     "stream was exported up to the damage (named on stderr), the other streams to their end\n";
 
+struct Args {
+  std::string dir, format, output;
+};
+
+// The grammar of `export`: one line per option.
+// clang-format off
+void Define(CLI::App& app, Args& a) {
+  DescribeCommand(app, "export", kUsage, kDescription, kFooter);
+  app.add_option("DIR", a.dir, "the trace directory")->type_name("");
+  app.add_option("-f,--format", a.format, "perfetto, chrome, folded or sqlite")->type_name("FMT");
+  app.add_option("-o,--output", a.output, "the file to write ('-': standard output)")->type_name("FILE");
+}
+// clang-format on
+
 int BadArgs(const std::string& message) {
-  std::fprintf(stderr, "hushtrace export: %s\n(try 'hushtrace export --help')\n", message.c_str());
+  std::fprintf(stderr, "hushtrace export: %s\n(see 'hushtrace export --help')\n", message.c_str());
   return 2;
 }
 
 }  // namespace
 
+void DescribeExport(CLI::App& app) { DescribeWith(app, Define); }
+
 int RunExport(int argc, char** argv) {
-  std::string dir, format, output;
-  ArgCursor args(argc, argv);
-  while (args.Next()) {
-    const std::string& arg = args.arg();
-    if (arg == "-h" || arg == "--help") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (arg == "-f" || arg == "--format") {
-      if (!args.TakeNonEmpty(&format)) return BadArgs(arg + " needs perfetto, chrome, folded or sqlite");
-      if (format != "perfetto" && format != "chrome" && format != "folded" && format != "sqlite") {
-        return BadArgs("unknown format '" + format + "' (perfetto, chrome, folded or sqlite)");
-      }
-    } else if (arg == "-o" || arg == "--output") {
-      if (!args.TakeNonEmpty(&output)) return BadArgs(arg + " needs a FILE");
-    } else if (std::string why; !args.TakeTraceDir(&dir, &why)) {
-      return BadArgs(why);
-    }
+  Args args;
+  CLI::App app;
+  Define(app, args);
+  if (const int status = ParseCommand(app, argc, argv); status >= 0) return status;
+  const std::string &dir = args.dir, &format = args.format, &output = args.output;
+  if (app.count("--format") && format.empty()) return BadArgs("--format needs perfetto, chrome, folded or sqlite");
+  if (!format.empty() && format != "perfetto" && format != "chrome" && format != "folded" && format != "sqlite") {
+    return BadArgs("unknown format '" + format + "' (perfetto, chrome, folded or sqlite)");
   }
+  if (app.count("--output") && output.empty()) return BadArgs("--output needs a FILE");
   if (dir.empty()) return BadArgs("missing the trace directory DIR");
   if (format.empty()) return BadArgs("missing --format perfetto|chrome|folded|sqlite");
   if (output.empty()) return BadArgs("missing -o FILE");

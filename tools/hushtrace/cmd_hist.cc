@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "arg_cursor.h"
+#include "cli_app.h"
 #include "commands.h"
 #include "export/symbolizer.h"
 #include "func_profile.h"
@@ -21,31 +21,40 @@
 namespace hush::cli {
 namespace {
 
-constexpr const char kUsage[] =
-    "usage: hushtrace hist DIR --span PROVIDER:NAME\n"
-    "       hushtrace hist DIR --event PROVIDER:NAME --field FIELD\n"
-    "       hushtrace hist DIR --function NAME\n"
-    "\n"
-    "Prints a log2-scale histogram with count, min/avg/max and p50/p90/p99/p99.9 of:\n"
-    "  --span NAME            the durations of a span (HUSH_SPAN), begin to end on each thread\n"
-    "  --event NAME --field F the values of a numeric field of an event\n"
-    "  --function NAME        the durations of the calls of the traced functions whose name\n"
-    "                         matches the glob NAME (demangled, with or without parameters;\n"
-    "                         named as in report), entry to exit on each thread\n"
-    "Percentiles are within 0.8% of the exact value (exact for integers below 128);\n"
-    "count, min, avg and max are exact.\n"
-    "\n"
-    "options:\n"
-    "  --width N   width of the longest bar (default 50)\n"
-    "  --format F  text (default) or json (schema: docs/cli.md)\n"
-    "  -h, --help  this help\n"
-    "\n"
+constexpr char kUsage[] =
+    "hist [options] DIR --span PROVIDER:NAME\n"
+    "       hushtrace hist [options] DIR --event PROVIDER:NAME --field FIELD\n"
+    "       hushtrace hist [options] DIR --function NAME";
+constexpr char kDescription[] =
+    "Prints a log2-scale histogram with count, min/avg/max and p50/p90/p99/p99.9 of the\n"
+    "durations of a span, the values of a numeric field of an event, or the durations of the\n"
+    "calls of traced functions. Percentiles are within 0.8% of the exact value (exact for\n"
+    "integers below 128); count, min, avg and max are exact.";
+constexpr char kFooter[] =
     "exit status: 0 ok, 1 unreadable trace, 2 bad arguments (unknown event, field or function),\n"
     "3 partial: a damaged stream was read up to the damage (named on stderr), the others to\n"
     "their end\n";
 
+struct Args {
+  std::string dir, span, event, field, function, width, format = "text";
+};
+
+// The grammar of `hist`: one line per option.
+// clang-format off
+void Define(CLI::App& app, Args& a) {
+  DescribeCommand(app, "hist", kUsage, kDescription, kFooter);
+  app.add_option("DIR", a.dir, "the trace directory")->type_name("");
+  app.add_option("--span", a.span, "the durations of a span (HUSH_SPAN), begin to end on each thread")->type_name("NAME");
+  app.add_option("-e,--event", a.event, "the values of the numeric field --field of an event")->type_name("NAME");
+  app.add_option("--field", a.field, "the field of --event")->type_name("F");
+  app.add_option("--function", a.function, "the durations of the calls of the traced functions whose name\nmatches the glob NAME (demangled, with or without parameters;\nnamed as in report), entry to exit on each thread")->type_name("NAME");
+  app.add_option("--width", a.width, "width of the longest bar (default 50)")->type_name("N");
+  app.add_option("--format", a.format, "text (default) or json (schema: docs/cli.md)")->type_name("F");
+}
+// clang-format on
+
 int BadArgs(const std::string& message) {
-  std::fprintf(stderr, "hushtrace hist: %s\n(try 'hushtrace hist --help')\n", message.c_str());
+  std::fprintf(stderr, "hushtrace hist: %s\n(see 'hushtrace hist --help')\n", message.c_str());
   return 2;
 }
 
@@ -183,38 +192,28 @@ int FunctionHist(const reader::Trace& trace, const std::string& glob, int width,
 
 }  // namespace
 
+void DescribeHist(CLI::App& app) { DescribeWith(app, Define); }
+
 int RunHist(int argc, char** argv) {
-  std::string dir, span, event, field, function;
+  Args args;
+  CLI::App app;
+  Define(app, args);
+  if (const int status = ParseCommand(app, argc, argv); status >= 0) return status;
+  const std::string &dir = args.dir, &span = args.span, &event = args.event, &field = args.field,
+                    &function = args.function;
+  if (app.count("--span") && span.empty()) return BadArgs("--span needs PROVIDER:NAME");
+  if (app.count("--event") && event.empty()) return BadArgs("--event needs PROVIDER:NAME");
+  if (app.count("--function") && function.empty()) return BadArgs("--function needs a NAME");
+  if (app.count("--field") && field.empty()) return BadArgs("--field needs a field name");
+  if (args.format != "text" && args.format != "json") return BadArgs("--format needs text or json");
+  const bool json = args.format == "json";
   int width = 50;
-  bool json = false;
-  ArgCursor args(argc, argv);
-  while (args.Next()) {
-    const std::string& arg = args.arg();
-    if (arg == "-h" || arg == "--help") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (arg == "--span") {
-      if (!args.TakeNonEmpty(&span)) return BadArgs("--span needs PROVIDER:NAME");
-    } else if (arg == "--event" || arg == "-e") {
-      if (!args.TakeNonEmpty(&event)) return BadArgs(arg + " needs PROVIDER:NAME");
-    } else if (arg == "--function") {
-      if (!args.TakeNonEmpty(&function)) return BadArgs("--function needs a NAME");
-    } else if (arg == "--format") {
-      std::string f;
-      if (!args.TakeNonEmpty(&f) || (f != "text" && f != "json"))
-        return BadArgs("--format needs text or json");
-      json = f == "json";
-    } else if (arg == "--field") {
-      if (!args.TakeNonEmpty(&field)) return BadArgs("--field needs a field name");
-    } else if (arg == "--width") {
-      std::string w;
-      if (!args.TakeNonEmpty(&w) || w.find_first_not_of("0123456789") != std::string::npos || w.size() > 4) {
-        return BadArgs("--width needs a number");
-      }
-      width = std::max(1, std::stoi(w));
-    } else if (std::string why; !args.TakeTraceDir(&dir, &why)) {
-      return BadArgs(why);
+  if (app.count("--width")) {
+    const std::string& w = args.width;
+    if (w.empty() || w.find_first_not_of("0123456789") != std::string::npos || w.size() > 4) {
+      return BadArgs("--width needs a number");
     }
+    width = std::max(1, std::stoi(w));
   }
   if (dir.empty()) return BadArgs("missing the trace directory DIR");
   if (!span.empty() + !event.empty() + !function.empty() != 1)

@@ -8,15 +8,15 @@
 #include <string_view>
 #include <vector>
 
+#include "cli_app.h"
 #include "commands.h"
 #include "elf/tracepoints.h"
 
 namespace hush::cli {
 namespace {
 
-constexpr char kUsage[] =
-    "usage: hushtrace list [--json] [--] BINARY...\n"
-    "\n"
+constexpr char kUsage[] = "list [--json] [--] BINARY...";
+constexpr char kDescription[] =
     "Lists the tracepoints compiled into executables, shared libraries or object files, one per\n"
     "line, sorted by name:\n"
     "\n"
@@ -24,18 +24,25 @@ constexpr char kUsage[] =
     "\n"
     "kind is event, span, instant or counter. Sites with the same name, kind and fields are one\n"
     "tracepoint (file:line is then the first of their locations; --json gives them all). With\n"
-    "several binaries, each list is preceded by 'BINARY:'.\n"
-    "\n"
-    "options:\n"
-    "  --json      print a JSON array with one object per binary: file, build_id, tracepoints\n"
-    "              (name, provider, event, kind, fields, file, line, locations, sites,\n"
-    "              static_key_sites: patched NOPs, two per span site, 0 in object files)\n"
-    "  -h, --help  print this help\n"
-    "\n"
+    "several binaries, each list is preceded by 'BINARY:'.";
+constexpr char kFooter[] =
     "exit status: 0 if every binary was read completely and has tracepoints; 1 if a binary is not\n"
-    "an ELF file, is malformed, has no hushtrace tracepoints or some of its tracepoints could not "
-    "be\n"
+    "an ELF file, is malformed, has no hushtrace tracepoints or some of its tracepoints could not be\n"
     "read (a message says which); 2 for bad arguments.\n";
+
+struct Args {
+  std::vector<std::string> files;
+  bool json = false;
+};
+
+// The grammar of `list`: one line per option.
+// clang-format off
+void Define(CLI::App& app, Args& a) {
+  DescribeCommand(app, "list", kUsage, kDescription, kFooter);
+  AddPositionals(app, "BINARY", a.files, "executables, shared libraries or object files")->type_name("");
+  app.add_flag("--json", a.json, "print a JSON array with one object per binary: file, build_id, tracepoints\n(name, provider, event, kind, fields, file, line, locations, sites,\nstatic_key_sites: patched NOPs, two per span site, 0 in object files)");
+}
+// clang-format on
 
 // Text from a binary is untrusted: no control characters (terminal escapes) reach the terminal.
 std::string Printable(std::string_view s) {
@@ -161,31 +168,16 @@ std::string ModuleJson(const elf::ModuleTracepoints& m) {
 
 }  // namespace
 
+void DescribeList(CLI::App& app) { DescribeWith(app, Define); }
+
 int RunList(int argc, char** argv) {
-  bool json = false;
-  std::vector<std::string> files;
-  bool options_done = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (!options_done && arg == "--") {
-      options_done = true;
-    } else if (!options_done && (arg == "-h" || arg == "--help")) {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (!options_done && arg == "--json") {
-      json = true;
-    } else if (!options_done && arg.size() > 1 && arg[0] == '-') {
-      std::fprintf(stderr, "hushtrace list: unknown option '%s'\n(see 'hushtrace list --help')\n",
-                   Printable(arg).c_str());
-      return 2;
-    } else {
-      files.emplace_back(arg);
-    }
-  }
-  if (files.empty()) {
-    std::fprintf(stderr, "hushtrace list: no binary given\n(see 'hushtrace list --help')\n");
-    return 2;
-  }
+  Args args;
+  CLI::App app;
+  Define(app, args);
+  if (const int status = ParseCommand(app, argc, argv); status >= 0) return status;
+  const bool json = args.json;
+  const std::vector<std::string>& files = args.files;
+  if (files.empty()) return BadArguments(app, "no binary given");
 
   int status = 0;
   std::vector<std::string> json_modules;

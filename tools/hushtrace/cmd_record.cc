@@ -21,8 +21,8 @@
 #include <string_view>
 #include <vector>
 
+#include "cli_app.h"
 #include "commands.h"
-#include "filter/filter.h"
 #include "filter/pattern_limits.h"
 #include "hushtrace/reader.h"
 #include "open_trace.h"
@@ -33,54 +33,13 @@
 namespace hush::cli {
 namespace {
 
-constexpr char kUsage[] =
-    "usage: hushtrace record [options] [--] PROGRAM [ARGS...]\n"
-    "\n"
+constexpr char kUsage[] = "record [options] [--] PROGRAM [ARGS...]";
+constexpr char kDescription[] =
     "Runs PROGRAM with a tracing session. The hushtrace runtime linked into PROGRAM starts the\n"
     "session from the environment (HUSHTRACE_EVENTS, HUSHTRACE_OUTPUT, HUSHTRACE_MODE,\n"
     "HUSHTRACE_BUFFER_SIZE, HUSHTRACE_SCHED, HUSHTRACE_FOLLOW, HUSHTRACE_FILTER and\n"
-    "HUSHTRACE_SNAPSHOT_ON, set here), writes the trace when PROGRAM exits, and babeltrace2 reads "
-    "it.\n"
-    "\n"
-    "options:\n"
-    "  -e, --events PATTERN     events to record: a glob over 'provider:name', e.g. 'net:*'.\n"
-    "                           Repeat the option or separate patterns with commas. Default: '*'\n"
-    "  -o, --output DIR         the trace directory, created 0700; it must not exist or be empty.\n"
-    "                           Default: ./hushtrace-YYYYMMDD-HHMMSS\n"
-    "      --mode stream|flight stream (default): packets are written to disk while PROGRAM runs;\n"
-    "                           flight: each thread's ring keeps only its latest events, written\n"
-    "                           when PROGRAM exits or receives SIGUSR2\n"
-    "      --buffer-size SIZE   ring buffer per thread: bytes or with a k, M or G suffix (256k, "
-    "4M),\n"
-    "                           from 16k to 256M. Default: 1M\n"
-    "      --filter EXPR        record only events whose fields satisfy EXPR, e.g.\n"
-    "                           'bytes > 1000 && fd != 3' (==, !=, <, <=, >, >=, &&, ||, !, ()).\n"
-    "                           Checked here: an expression that does not parse is refused\n"
-    "      --snapshot-on PATTERN  write a flight-recorder snapshot when an event matching\n"
-    "                           PATTERN is emitted (the event is recorded); repeat or separate\n"
-    "                           with commas. Implies --mode flight\n"
-    "      --snapshot-interval MS at most one triggered snapshot per MS milliseconds. Default: "
-    "1000\n"
-    "      --sched              also record PROGRAM's scheduler events (sched:switch_in/out,\n"
-    "                           thread_start/exit/name) from perf_event_open; if the kernel\n"
-    "                           refuses, PROGRAM says so once and the rest is recorded\n"
-    "      --no-follow          children of PROGRAM do not trace. Default: a forked child writes\n"
-    "                           its own streams into the trace, and an exec'd program linked with\n"
-    "                           the runtime records into DIR/proc-PID (docs/format.md)\n"
-    "      --functions GLOB     trace the functions whose name matches GLOB (mangled or "
-    "demangled,\n"
-    "                           e.g. 'fib*', 'ns::*', '*'); repeat or separate with commas. Needs "
-    "a\n"
-    "                           PROGRAM built with patchable entries (clang or gcc\n"
-    "                           -fpatchable-function-entry=5, or gcc -pg -mfentry -mnop-mcount\n"
-    "                           -mrecord-mcount); one that does not link libhushtrace gets it\n"
-    "                           through LD_PRELOAD. With --functions, -e defaults to func:*\n"
-    "      --depth N            trace calls at most N traced frames deep (default: no limit)\n"
-    "      --min-duration D     keep only calls lasting at least D (500ns, 2us, 1ms): one "
-    "func:call\n"
-    "                           event at their exit instead of func:entry + func:exit\n"
-    "  -h, --help               print this help\n"
-    "\n"
+    "HUSHTRACE_SNAPSHOT_ON, set here), writes the trace when PROGRAM exits, and babeltrace2 reads it.";
+constexpr char kFooter[] =
     "The first argument that is not an option starts the command line of PROGRAM (a PATH lookup\n"
     "is done when it has no '/'). SIGINT, SIGTERM, SIGHUP and SIGUSR2 sent to hushtrace are\n"
     "forwarded to PROGRAM (those sent by the terminal reach it directly).\n"
@@ -237,8 +196,35 @@ struct Options {
   std::vector<std::string> snapshot_on;  // HUSHTRACE_SNAPSHOT_ON
   std::string snapshot_interval_ms;      // HUSHTRACE_SNAPSHOT_INTERVAL_MS
   bool mode_given = false;
-  int program = 0;  // index in argv
+  std::vector<std::string> program;  // PROGRAM and its arguments
 };
+
+// What the command line says, before checking (ParseOptions turns it into Options).
+struct Args {
+  std::vector<std::string> events, functions, snapshot_on;
+  std::string filter, output, mode, buffer_size, depth, min_duration, snapshot_interval;
+  bool sched = false, no_follow = false;
+};
+
+// The grammar of `record`: one line per option.
+// clang-format off
+void Define(CLI::App& app, Args& a) {
+  DescribeCommand(app, "record", kUsage, kDescription, kFooter);
+  StopAtFirstPositional(app);
+  AddList(app, "-e,--events", a.events, "events to record: a glob over 'provider:name', e.g. 'net:*'.\nRepeat the option or separate patterns with commas. Default: '*'")->type_name("PATTERN");
+  app.add_option("-o,--output", a.output, "the trace directory, created 0700; it must not exist or be empty.\nDefault: ./hushtrace-YYYYMMDD-HHMMSS")->type_name("DIR");
+  app.add_option("--mode", a.mode, "stream (default): packets are written to disk while PROGRAM runs;\nflight: each thread's ring keeps only its latest events, written\nwhen PROGRAM exits or receives SIGUSR2")->type_name("stream|flight");
+  app.add_option("--buffer-size", a.buffer_size, "ring buffer per thread: bytes or with a k, M or G suffix (256k, 4M),\nfrom 16k to 256M. Default: 1M")->type_name("SIZE");
+  app.add_option("--filter", a.filter, "record only events whose fields satisfy EXPR, e.g.\n'bytes > 1000 && fd != 3' (==, !=, <, <=, >, >=, &&, ||, !, ()).\nChecked here: an expression that does not parse is refused")->type_name("EXPR");
+  AddList(app, "--snapshot-on", a.snapshot_on, "write a flight-recorder snapshot when an event matching\nPATTERN is emitted (the event is recorded); repeat or separate\nwith commas. Implies --mode flight")->type_name("PATTERN");
+  app.add_option("--snapshot-interval", a.snapshot_interval, "at most one triggered snapshot per MS milliseconds. Default: 1000")->type_name("MS");
+  app.add_flag("--sched", a.sched, "also record PROGRAM's scheduler events (sched:switch_in/out,\nthread_start/exit/name) from perf_event_open; if the kernel\nrefuses, PROGRAM says so once and the rest is recorded");
+  app.add_flag("--no-follow", a.no_follow, "children of PROGRAM do not trace. Default: a forked child writes\nits own streams into the trace, and an exec'd program linked with\nthe runtime records into DIR/proc-PID (docs/format.md)");
+  AddList(app, "--functions", a.functions, "trace the functions whose name matches GLOB (mangled or demangled,\ne.g. 'fib*', 'ns::*', '*'); repeat or separate with commas. Needs a\nPROGRAM built with patchable entries (clang or gcc\n-fpatchable-function-entry=5, or gcc -pg -mfentry -mnop-mcount\n-mrecord-mcount); one that does not link libhushtrace gets it\nthrough LD_PRELOAD. With --functions, -e defaults to func:*")->type_name("GLOB");
+  app.add_option("--depth", a.depth, "trace calls at most N traced frames deep (default: no limit)")->type_name("N");
+  app.add_option("--min-duration", a.min_duration, "keep only calls lasting at least D (500ns, 2us, 1ms): one func:call\nevent at their exit instead of func:entry + func:exit")->type_name("D");
+}
+// clang-format on
 
 // Appends the patterns of `value` ("a, b") to `out`; false if it holds none.
 bool AppendPatterns(const std::string& value, std::vector<std::string>* out) {
@@ -248,109 +234,69 @@ bool AppendPatterns(const std::string& value, std::vector<std::string>* out) {
 }
 
 // Returns -1 when the arguments are fine, else the exit status.
-int ParseOptions(int argc, char** argv, Options* o) {
-  int i = 1;
-  for (; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--") {
-      ++i;
-      break;
-    }
-    if (arg.size() < 2 || arg[0] != '-') break;  // PROGRAM
-    if (arg == "-h" || arg == "--help") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    if (arg == "--sched") {
-      o->sched = true;
-      continue;
-    }
-    if (arg == "--no-follow") {
-      o->follow = false;
-      continue;
-    }
-    std::string name, value;
-    bool has_value = false;
-    if (arg.compare(0, 2, "--") == 0) {
-      const std::size_t eq = arg.find('=');
-      name = arg.substr(0, eq);
-      if (eq != std::string::npos) {
-        value = arg.substr(eq + 1);
-        has_value = true;
-      }
-    } else {
-      name = arg.substr(0, 2);
-      if (arg.size() > 2) {
-        value = arg.substr(2);
-        has_value = true;
-      }
-    }
-    if (name == "-e") name = "--events";
-    if (name == "-o") name = "--output";
-    if (name != "--events" && name != "--output" && name != "--mode" && name != "--buffer-size" &&
-        name != "--functions" && name != "--depth" && name != "--min-duration" &&
-        name != "--filter" && name != "--snapshot-on" && name != "--snapshot-interval") {
-      return BadArguments("unknown option '" + arg + "'");
-    }
-    if (!has_value) {
-      if (i + 1 >= argc) return BadArguments("option " + name + " needs a value");
-      value = argv[++i];
-    }
-    if (name == "--events") {
-      if (!AppendPatterns(value, &o->patterns)) return BadArguments("empty event pattern '" + value + "'");
-    } else if (name == "--filter") {
-      // Parsed here so that a typo is reported before PROGRAM runs (the runtime parses it again).
-      std::string error;
-      if (!filter::Parse(value, &error)) {
-        std::fprintf(stderr, "hushtrace record: bad filter, %s\n%s\n", error.c_str(),
-                     filter::Caret(value, std::stoul(error.substr(7))).c_str());
-        return 2;
-      }
-      o->filter = value;
-      o->has_filter = true;
-    } else if (name == "--snapshot-on") {
-      if (!AppendPatterns(value, &o->snapshot_on)) {
-        return BadArguments("empty --snapshot-on pattern '" + value + "'");
-      }
-    } else if (name == "--snapshot-interval") {
-      if (value.empty() || value.size() > 8 || value.find_first_not_of("0123456789") != std::string::npos) {
-        return BadArguments("bad snapshot interval '" + value + "': use a number of milliseconds");
-      }
-      o->snapshot_interval_ms = value;
-    } else if (name == "--functions") {
-      if (!AppendPatterns(value, &o->functions)) return BadArguments("empty function pattern '" + value + "'");
-    } else if (name == "--depth") {
-      if (value.empty() || value.size() > 9 ||
-          value.find_first_not_of("0123456789") != std::string::npos || std::stoul(value) == 0) {
-        return BadArguments("bad depth '" + value + "': use a number of frames from 1");
-      }
-      o->depth = value;
-    } else if (name == "--min-duration") {
-      std::uint64_t ns = 0;
-      if (!ParseDurationNs(value, &ns)) {
-        return BadArguments("bad duration '" + value + "': use e.g. 500ns, 2us, 1ms");
-      }
-      o->min_duration_ns = std::to_string(ns);
-    } else if (name == "--output") {
-      if (value.empty()) return BadArguments("empty output directory");
-      o->output = value;
-    } else if (name == "--mode") {
-      if (value != "stream" && value != "flight") {
-        return BadArguments("bad mode '" + value + "': use 'stream' or 'flight'");
-      }
-      o->mode = value;
-      o->mode_given = true;
-    } else {
-      std::size_t size;
-      if (!ParseBufferSize(value, &size) || size < kMinBufferSize) {
-        return BadArguments("bad buffer size '" + value +
-                            "': use a size from 16k to 256M (e.g. 256k, 4M)");
-      }
-      o->buffer_size = value;
+int ParseOptions(const CLI::App& app, const Args& a, Options* o) {
+  for (const std::string& value : a.events) {
+    if (!AppendPatterns(value, &o->patterns)) return BadArguments("empty event pattern '" + value + "'");
+  }
+  if (app.count("--filter")) {
+    // Parsed here so that a typo is reported before PROGRAM runs (the runtime parses it again).
+    if (!CheckRuntimeFilter(app, a.filter)) return 2;
+    o->filter = a.filter;
+    o->has_filter = true;
+  }
+  for (const std::string& value : a.snapshot_on) {
+    if (!AppendPatterns(value, &o->snapshot_on)) {
+      return BadArguments("empty --snapshot-on pattern '" + value + "'");
     }
   }
-  if (i >= argc) return BadArguments("no program to run");
-  o->program = i;
+  if (app.count("--snapshot-interval")) {
+    const std::string& value = a.snapshot_interval;
+    if (value.empty() || value.size() > 8 || value.find_first_not_of("0123456789") != std::string::npos) {
+      return BadArguments("bad snapshot interval '" + value + "': use a number of milliseconds");
+    }
+    o->snapshot_interval_ms = value;
+  }
+  for (const std::string& value : a.functions) {
+    if (!AppendPatterns(value, &o->functions)) return BadArguments("empty function pattern '" + value + "'");
+  }
+  if (app.count("--depth")) {
+    const std::string& value = a.depth;
+    if (value.empty() || value.size() > 9 ||
+        value.find_first_not_of("0123456789") != std::string::npos || std::stoul(value) == 0) {
+      return BadArguments("bad depth '" + value + "': use a number of frames from 1");
+    }
+    o->depth = value;
+  }
+  if (app.count("--min-duration")) {
+    std::uint64_t ns = 0;
+    if (!ParseDurationNs(a.min_duration, &ns)) {
+      return BadArguments("bad duration '" + a.min_duration + "': use e.g. 500ns, 2us, 1ms");
+    }
+    o->min_duration_ns = std::to_string(ns);
+  }
+  if (app.count("--output")) {
+    if (a.output.empty()) return BadArguments("empty output directory");
+    o->output = a.output;
+  }
+  if (app.count("--mode")) {
+    if (a.mode != "stream" && a.mode != "flight") {
+      return BadArguments("bad mode '" + a.mode + "': use 'stream' or 'flight'");
+    }
+    o->mode = a.mode;
+    o->mode_given = true;
+  }
+  if (app.count("--buffer-size")) {
+    std::size_t size;
+    if (!ParseBufferSize(a.buffer_size, &size) || size < kMinBufferSize) {
+      return BadArguments("bad buffer size '" + a.buffer_size +
+                          "': use a size from 16k to 256M (e.g. 256k, 4M)");
+    }
+    o->buffer_size = a.buffer_size;
+  }
+  o->sched = a.sched;
+  o->follow = !a.no_follow;
+  o->program = Remaining(app);
+  if (o->program.empty()) return BadArguments("no program to run");
   if ((!o->depth.empty() || !o->min_duration_ns.empty()) && o->functions.empty()) {
     return BadArguments("--depth and --min-duration need --functions");
   }
@@ -471,10 +417,19 @@ std::string VisibleCause(const std::string& dir, const struct stat& created,
 
 }  // namespace
 
+void DescribeRecord(CLI::App& app) { DescribeWith(app, Define); }
+
 int RunRecord(int argc, char** argv) {
+  Args args;
+  CLI::App app;
+  Define(app, args);
+  if (const int status = ParseCommand(app, argc, argv); status >= 0) return status;
   Options opts;
-  if (const int status = ParseOptions(argc, argv, &opts); status >= 0) return status;
-  const char* program = argv[opts.program];
+  if (const int status = ParseOptions(app, args, &opts); status >= 0) return status;
+  const char* program = opts.program[0].c_str();
+  std::vector<char*> program_argv;
+  for (std::string& word : opts.program) program_argv.push_back(word.data());
+  program_argv.push_back(nullptr);
 
   std::string events;
   for (const std::string& p : opts.patterns) {
@@ -569,7 +524,7 @@ int RunRecord(int argc, char** argv) {
   if (pid == 0) {
     ::close(pipe_fds[0]);
     restore_signals();
-    ::execvp(program, argv + opts.program);
+    ::execvp(program, program_argv.data());
     const int e = errno;
     while (::write(pipe_fds[1], &e, sizeof e) < 0 && errno == EINTR) {
     }

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "cli_app.h"
 #include "commands.h"
 
 #ifdef HUSH_HAVE_RECOVER
@@ -25,27 +26,36 @@ int RunRecover(int, char**) {
 
 namespace {
 
-constexpr const char kUsage[] =
-    "usage: hushtrace recover DIR [--keep-rings] [--dry-run] [--force] [--quiet]\n"
-    "\n"
+constexpr char kUsage[] = "recover DIR [options]";
+constexpr char kDescription[] =
     "Makes the trace in DIR readable again after its writer died without stopping its session\n"
     "(SIGKILL, SIGSEGV, abort(), _exit(), ...). For each ring buffer left in DIR/.ring it writes to\n"
     "stream_N what the ring committed and the writer had not written yet: it cuts a write torn by\n"
     "the crash, closes the packet left open, drops the event being written at the crash, then\n"
-    "removes DIR/.ring. No daemon and no crash handler are needed; the trace needs its metadata.\n"
-    "\n"
-    "options:\n"
-    "  --keep-rings   keep DIR/.ring (running recover again gives the same trace)\n"
-    "  -n, --dry-run  report what would be done, change nothing\n"
-    "  --force        recover even if the writer process still maps its rings\n"
-    "  -q, --quiet    print only warnings and errors\n"
-    "  -h, --help     this help\n"
-    "\n"
+    "removes DIR/.ring. No daemon and no crash handler are needed; the trace needs its metadata.";
+constexpr char kFooter[] =
     "Events are counted by decoding every appended event with the metadata. Lost events: discarded\n"
     "(full ring, nested, too large) and overwritten (flight mode) are the writer's counters at the\n"
     "crash; a partial event is one being written when the writer died.\n"
     "\n"
     "exit status: 0 recovered (or nothing to recover), 1 failure (details on stderr), 2 bad arguments\n";
+
+struct Args {
+  std::string dir;
+  bool keep_rings = false, dry_run = false, force = false, quiet = false;
+};
+
+// The grammar of `recover`: one line per option.
+// clang-format off
+void Define(CLI::App& app, Args& a) {
+  DescribeCommand(app, "recover", kUsage, kDescription, kFooter);
+  app.add_option("DIR", a.dir, "the trace directory")->type_name("");
+  app.add_flag("--keep-rings", a.keep_rings, "keep DIR/.ring (running recover again gives the same trace)");
+  app.add_flag("-n,--dry-run", a.dry_run, "report what would be done, change nothing");
+  app.add_flag("--force", a.force, "recover even if the writer process still maps its rings");
+  app.add_flag("-q,--quiet", a.quiet, "print only warnings and errors");
+}
+// clang-format on
 
 const char* StatusText(recover::RingStatus s) {
   switch (s) {
@@ -95,39 +105,20 @@ void PrintRing(const recover::RingReport& r, bool dry) {
 
 }  // namespace
 
+void DescribeRecover(CLI::App& app) { DescribeWith(app, Define); }
+
 int RunRecover(int argc, char** argv) {
+  Args args;
+  CLI::App app;
+  Define(app, args);
+  if (const int status = ParseCommand(app, argc, argv); status >= 0) return status;
+  if (args.dir.empty()) return BadArguments(app, "missing trace directory");
   recover::Options options;
-  bool quiet = false;
-  const char* dir = nullptr;
-  for (int i = 1; i < argc; ++i) {
-    const char* a = argv[i];
-    if (std::strcmp(a, "-h") == 0 || std::strcmp(a, "--help") == 0) {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (std::strcmp(a, "--keep-rings") == 0) {
-      options.keep_rings = true;
-    } else if (std::strcmp(a, "-n") == 0 || std::strcmp(a, "--dry-run") == 0) {
-      options.dry_run = true;
-    } else if (std::strcmp(a, "--force") == 0) {
-      options.force = true;
-    } else if (std::strcmp(a, "-q") == 0 || std::strcmp(a, "--quiet") == 0) {
-      quiet = true;
-    } else if (std::strcmp(a, "--") == 0 && i + 1 < argc && dir == nullptr && i + 2 == argc) {
-      dir = argv[++i];
-    } else if (a[0] == '-' && a[1] != '\0') {
-      std::fprintf(stderr, "hushtrace recover: unknown option '%s'\n\n%s", a, kUsage);
-      return 2;
-    } else if (dir == nullptr) {
-      dir = a;
-    } else {
-      std::fprintf(stderr, "hushtrace recover: one trace directory only ('%s' and '%s')\n\n%s", dir, a, kUsage);
-      return 2;
-    }
-  }
-  if (dir == nullptr) {
-    std::fprintf(stderr, "hushtrace recover: missing trace directory\n\n%s", kUsage);
-    return 2;
-  }
+  options.keep_rings = args.keep_rings;
+  options.dry_run = args.dry_run;
+  options.force = args.force;
+  const bool quiet = args.quiet;
+  const char* dir = args.dir.c_str();
 
   recover::Report report;
   const bool ok = recover::Recover(dir, options, &report);

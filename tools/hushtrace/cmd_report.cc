@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "arg_cursor.h"
+#include "cli_app.h"
 #include "commands.h"
 #include "func_profile.h"
 #include "hushtrace/reader.h"
@@ -22,26 +22,34 @@
 namespace hush::cli {
 namespace {
 
-constexpr const char kUsage[] =
-    "usage: hushtrace report DIR [--format text|json] [--callers NAME] [--callees NAME]\n"
-    "\n"
+constexpr char kUsage[] = "report DIR [options]";
+constexpr char kDescription[] =
     "Summarizes the trace in DIR: duration, events and bytes, events per name and per thread,\n"
     "lost events (lines starting with WARNING:), spans by total and self time, traced functions\n"
     "(calls, total, self, avg, max; names resolved from the modules' symbol tables), counters.\n"
     "Function times are uftrace's: total counts the outermost frames of a recursive function\n"
-    "only, self excludes the direct callees, calls counts every call.\n"
-    "\n"
-    "options:\n"
-    "  --format FMT    text (default) or json: every row of every section, times in ns\n"
-    "                  (schema: docs/cli.md)\n"
-    "  --callers NAME  instead of the summary: the functions that called NAME directly\n"
-    "  --callees NAME  instead of the summary: the functions NAME called directly\n"
-    "                  (NAME: a glob on the demangled name, with or without its parameters;\n"
-    "                  calls and time are those of the callee's frames under that caller)\n"
-    "  -h, --help      this help\n"
+    "only, self excludes the direct callees, calls counts every call.";
+constexpr char kFooter[] =
+    "NAME: a glob on the demangled name, with or without its parameters; calls and time are\n"
+    "those of the callee's frames under that caller.\n"
     "\n"
     "exit status: 0 ok, 1 unreadable trace, 2 bad arguments, 3 partial: a damaged stream was\n"
     "analysed up to the damage (WARNING line), the other streams to their end\n";
+
+struct Args {
+  std::string dir, callers, callees, format = "text";
+};
+
+// The grammar of `report`: one line per option.
+// clang-format off
+void Define(CLI::App& app, Args& a) {
+  DescribeCommand(app, "report", kUsage, kDescription, kFooter);
+  app.add_option("DIR", a.dir, "the trace directory")->type_name("");
+  app.add_option("--format", a.format, "text (default) or json: every row of every section, times in ns\n(schema: docs/cli.md)")->type_name("FMT");
+  app.add_option("--callers", a.callers, "instead of the summary: the functions that called NAME directly")->type_name("NAME");
+  app.add_option("--callees", a.callees, "instead of the summary: the functions NAME called directly")->type_name("NAME");
+}
+// clang-format on
 
 constexpr std::size_t kMaxRows = 20;
 // After the damage of a stream (EventIterator::skipped()), in its WARNING line.
@@ -126,7 +134,7 @@ std::string WallClock(std::int64_t ns) {
 }
 
 int BadArgs(const std::string& message) {
-  std::fprintf(stderr, "hushtrace report: %s\n(try 'hushtrace report --help')\n", message.c_str());
+  std::fprintf(stderr, "hushtrace report: %s\n(see 'hushtrace report --help')\n", message.c_str());
   return 2;
 }
 
@@ -164,29 +172,18 @@ int PrintCallGraph(const reader::Trace& trace, const FunctionProfile& functions,
 
 }  // namespace
 
+void DescribeReport(CLI::App& app) { DescribeWith(app, Define); }
+
 int RunReport(int argc, char** argv) {
-  std::string dir, callers, callees;
-  bool json = false;
-  ArgCursor args(argc, argv);
-  while (args.Next()) {
-    const std::string& arg = args.arg();
-    if (arg == "-h" || arg == "--help") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (arg == "--callers" || arg == "--callees") {
-      if (!args.TakeNonEmpty(arg == "--callers" ? &callers : &callees)) {
-        return BadArgs(arg + " needs a function NAME");
-      }
-    } else if (arg == "--format") {
-      std::string format;
-      if (!args.TakeNonEmpty(&format) || (format != "text" && format != "json")) {
-        return BadArgs("--format needs text or json");
-      }
-      json = format == "json";
-    } else if (std::string why; !args.TakeTraceDir(&dir, &why)) {
-      return BadArgs(why);
-    }
-  }
+  Args args;
+  CLI::App app;
+  Define(app, args);
+  if (const int status = ParseCommand(app, argc, argv); status >= 0) return status;
+  const std::string &dir = args.dir, &callers = args.callers, &callees = args.callees;
+  if (app.count("--callers") && callers.empty()) return BadArgs("--callers needs a function NAME");
+  if (app.count("--callees") && callees.empty()) return BadArgs("--callees needs a function NAME");
+  if (args.format != "text" && args.format != "json") return BadArgs("--format needs text or json");
+  const bool json = args.format == "json";
   if (dir.empty()) return BadArgs("missing the trace directory DIR");
   if (json && (!callers.empty() || !callees.empty())) {
     return BadArgs("--format json goes with the summary, not --callers/--callees");

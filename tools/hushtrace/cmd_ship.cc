@@ -25,7 +25,7 @@
 #include <utility>
 #include <vector>
 
-#include "arg_cursor.h"
+#include "cli_app.h"
 #include "commands.h"
 #include "export/text_escape.h"
 #include "hushtrace/reader.h"
@@ -40,6 +40,10 @@ namespace hush::cli {
 
 #ifndef HUSH_HAVE_SQL
 // A build without src/sql (a cross build whose sysroot has no libcurl: make test-aarch64).
+void DescribeShip(CLI::App& app) {
+  DescribeCommand(app, "ship", "ship", "Not built into this hushtrace (built without libcurl).", "");
+}
+
 int RunShip(int, char**) {
   std::fprintf(stderr, "hushtrace ship: not built into this hushtrace (built without libcurl)\n");
   return 1;
@@ -47,10 +51,10 @@ int RunShip(int, char**) {
 #else
 namespace {
 
-constexpr const char kUsage[] =
-    "usage: hushtrace ship TRACE... --to http://HOST:8123/DB [options]\n"
-    "       hushtrace ship --watch DIR --to http://HOST:8123/DB [options]\n"
-    "\n"
+constexpr char kUsage[] =
+    "ship [options] TRACE... --to http://HOST:8123/DB\n"
+    "       hushtrace ship [options] --watch DIR --to http://HOST:8123/DB";
+constexpr char kDescription[] =
     "Inserts traces (sessions, flight snapshots, recovered crash traces) into ClickHouse over its\n"
     "HTTP interface, as the tables of docs/sql.md (created on first use, with the database).\n"
     "RowBinary, gzip-compressed, in chunks; a chunk already on the server is not sent again, so\n"
@@ -60,29 +64,36 @@ constexpr const char kUsage[] =
     "no `.ring` or one whose writer died: it is recovered first), oldest first, and keeps\n"
     "watching. Shipped traces are listed in the state file; a server that is down is retried\n"
     "with backoff while the traces wait on disk; past --max-bytes of waiting traces the oldest\n"
-    "are deleted (and said so).\n"
-    "\n"
-    "options:\n"
-    "  --to URL            http://HOST[:PORT][/DB] of the ClickHouse HTTP interface (DB: default)\n"
-    "  --host NAME         the host column (default: the hostname recorded in each trace)\n"
-    "  --cluster NAME      also create TABLE_all, a Distributed table over the cluster NAME of\n"
-    "                      the server's <remote_servers> (each host ships into its own shard;\n"
-    "                      fleet queries read the _all tables)\n"
-    "  --chunk-rows N      rows per INSERT (default 65536)\n"
-    "  --retries N         attempts of a request before giving up on it (default 8; backoff\n"
-    "                      0.1 s doubling to 5 s between them)\n"
-    "  --rows-per-s N      send at most N rows a second (default: no limit)\n"
-    "  --watch DIR         agent mode (see above)\n"
-    "  --state FILE        agent state (default DIR/.hushtrace-ship-state)\n"
-    "  --interval S        seconds between scans of DIR (default 2)\n"
-    "  --max-bytes N       bound of the traces waiting under DIR (default: none)\n"
-    "  --once              agent: one scan, ship what is there, exit\n"
-    "  -h, --help          this help\n"
-    "\n"
-    "exit status: 0 ok, 1 a trace could not be read or shipped, 2 bad arguments\n";
+    "are deleted (and said so).";
+constexpr char kFooter[] = "exit status: 0 ok, 1 a trace could not be read or shipped, 2 bad arguments\n";
+
+struct Args {
+  std::vector<std::string> traces;
+  std::string to, host, cluster, watch, state, chunk_rows, retries, rows_per_s, interval, max_bytes;
+  bool once = false;
+};
+
+// The grammar of `ship`: one line per option.
+// clang-format off
+void Define(CLI::App& app, Args& a) {
+  DescribeCommand(app, "ship", kUsage, kDescription, kFooter);
+  AddPositionals(app, "TRACE", a.traces, "trace directories to ship")->type_name("");
+  app.add_option("--to", a.to, "http://HOST[:PORT][/DB] of the ClickHouse HTTP interface (DB: default)")->type_name("URL");
+  app.add_option("--host", a.host, "the host column (default: the hostname recorded in each trace)")->type_name("NAME");
+  app.add_option("--cluster", a.cluster, "also create TABLE_all, a Distributed table over the cluster NAME of\nthe server's <remote_servers> (each host ships into its own shard;\nfleet queries read the _all tables)")->type_name("NAME");
+  app.add_option("--chunk-rows", a.chunk_rows, "rows per INSERT (default 65536)")->type_name("N");
+  app.add_option("--retries", a.retries, "attempts of a request before giving up on it (default 8; backoff\n0.1 s doubling to 5 s between them)")->type_name("N");
+  app.add_option("--rows-per-s", a.rows_per_s, "send at most N rows a second (default: no limit)")->type_name("N");
+  app.add_option("--watch", a.watch, "agent mode (see above)")->type_name("DIR");
+  app.add_option("--state", a.state, "agent state (default DIR/.hushtrace-ship-state)")->type_name("FILE");
+  app.add_option("--interval", a.interval, "seconds between scans of DIR (default 2)")->type_name("S");
+  app.add_option("--max-bytes", a.max_bytes, "bound of the traces waiting under DIR (default: none)")->type_name("N");
+  app.add_flag("--once", a.once, "agent: one scan, ship what is there, exit");
+}
+// clang-format on
 
 int BadArgs(const std::string& message) {
-  std::fprintf(stderr, "hushtrace ship: %s\n(try 'hushtrace ship --help')\n", message.c_str());
+  std::fprintf(stderr, "hushtrace ship: %s\n(see 'hushtrace ship --help')\n", message.c_str());
   return 2;
 }
 
@@ -449,54 +460,41 @@ int Watch(const Options& options, const WatchOptions& watch) {
 
 }  // namespace
 
+void DescribeShip(CLI::App& app) { DescribeWith(app, Define); }
+
 int RunShip(int argc, char** argv) {
+  Args args;
+  CLI::App app;
+  Define(app, args);
+  if (const int status = ParseCommand(app, argc, argv); status >= 0) return status;
   Options options;
   WatchOptions watch;
-  std::string to, value;
-  std::vector<std::string> traces;
-  ArgCursor args(argc, argv);
-  while (args.Next()) {
-    const std::string& arg = args.arg();
-    std::uint64_t* count = nullptr;
-    if (arg == "-h" || arg == "--help") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (arg == "--to") {
-      if (!args.TakeNonEmpty(&to)) return BadArgs("--to needs a URL");
-    } else if (arg == "--host") {
-      if (!args.TakeNonEmpty(&options.host)) return BadArgs("--host needs a NAME");
-    } else if (arg == "--cluster") {
-      if (!args.TakeNonEmpty(&options.cluster) ||
-          options.cluster.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                            "0123456789_") != std::string::npos)
-        return BadArgs("--cluster needs a NAME of letters, digits and _");
-    } else if (arg == "--watch") {
-      if (!args.TakeNonEmpty(&watch.dir)) return BadArgs("--watch needs a DIR");
-    } else if (arg == "--state") {
-      if (!args.TakeNonEmpty(&watch.state)) return BadArgs("--state needs a FILE");
-    } else if (arg == "--once") {
-      watch.once = true;
-    } else if (arg == "--chunk-rows") {
-      count = &options.chunk_rows;
-    } else if (arg == "--retries") {
-      count = &options.retries;
-    } else if (arg == "--rows-per-s") {
-      count = &options.rows_per_s;
-    } else if (arg == "--interval") {
-      count = &watch.interval_s;
-    } else if (arg == "--max-bytes") {
-      count = &watch.max_bytes;
-    } else if (arg.size() > 1 && arg[0] == '-') {
-      return BadArgs("unknown option '" + arg + "'");
-    } else {
-      traces.push_back(arg);
-    }
-    if (count != nullptr) {
-      if (!args.TakeNonEmpty(&value) || !ParseCount(value, count))
-        return BadArgs(arg + " needs a number");
-      if (*count == 0 && arg != "--rows-per-s" && arg != "--max-bytes")
-        return BadArgs(arg + " needs a positive number");
-    }
+  const std::string& to = args.to;
+  const std::vector<std::string>& traces = args.traces;
+  const auto given_empty = [&](const char* name) { return app.count(name) != 0 && app[name]->as<std::string>().empty(); };
+  if (given_empty("--to")) return BadArgs("--to needs a URL");
+  if (given_empty("--host")) return BadArgs("--host needs a NAME");
+  options.host = args.host;
+  if (app.count("--cluster") &&
+      (args.cluster.empty() || args.cluster.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                             "0123456789_") != std::string::npos))
+    return BadArgs("--cluster needs a NAME of letters, digits and _");
+  options.cluster = args.cluster;
+  if (given_empty("--watch")) return BadArgs("--watch needs a DIR");
+  watch.dir = args.watch;
+  if (given_empty("--state")) return BadArgs("--state needs a FILE");
+  watch.state = args.state;
+  watch.once = args.once;
+  const std::pair<const char*, std::uint64_t*> counts[] = {
+      {"--chunk-rows", &options.chunk_rows}, {"--retries", &options.retries},
+      {"--rows-per-s", &options.rows_per_s}, {"--interval", &watch.interval_s},
+      {"--max-bytes", &watch.max_bytes}};
+  for (const auto& [name, count] : counts) {
+    if (app.count(name) == 0) continue;
+    const std::string arg = name;
+    if (!ParseCount(app[name]->as<std::string>(), count)) return BadArgs(arg + " needs a number");
+    if (*count == 0 && arg != "--rows-per-s" && arg != "--max-bytes")
+      return BadArgs(arg + " needs a positive number");
   }
   if (to.empty()) return BadArgs("missing --to http://HOST:8123/DB");
   std::string error;
