@@ -19,7 +19,9 @@
 #include "commands.h"
 #include "control_client.h"
 #include "json_writer.h"
+#include "base/parse.h"
 #include "filter/filter.h"
+#include "filter/trigger_spec.h"
 #include "inject.h"
 
 namespace hush::cli {
@@ -39,8 +41,11 @@ constexpr char kStartUsage[] =
     "      --buffer-size SIZE   ring buffer per thread, 16k to 256M (256k, 4M...). Default: 1M\n"
     "      --filter EXPR        record only events whose fields satisfy EXPR, e.g.\n"
     "                           'bytes > 1000 && fd != 3' (==, !=, <, <=, >, >=, &&, ||, !, ())\n"
-    "      --snapshot-on PATTERN  flight mode: write a snapshot when an event matching PATTERN\n"
-    "                           is emitted (the event is recorded); repeat for several\n"
+    "      --snapshot-on PATTERN  flight mode: write a snapshot to DIR/snapshots/ when an event\n"
+    "                           matching PATTERN is emitted; 'app:req>50ms': when a span lasts\n"
+    "                           longer; 'net:recv[bytes > 1000]': when its fields match\n"
+    "      --snapshot-after DURATION  a triggered snapshot also holds DURATION after the trigger\n"
+    "      --snapshot-keep N    keep the newest N snapshots in DIR/snapshots (0: all). Default: 16\n"
     "      --snapshot-interval MS at most one triggered snapshot per MS milliseconds. Default: "
     "1000\n";
 
@@ -250,7 +255,21 @@ int RunStart(int argc, char** argv) {
       fields.emplace_back("filter", v);
     } else if (arg == "--snapshot-on") {
       if (!value(&v) || v.empty()) return Bad("start", "--snapshot-on needs a pattern");
-      fields.emplace_back("snapshot-on", v);
+      std::vector<filter::TriggerSpec> specs;  // refused here, before the process is touched
+      std::string error;
+      if (!filter::ParseTriggers(hush::base::SplitList(v), &specs, &error)) return Bad("start", error);
+      for (const filter::TriggerSpec& spec : specs) fields.emplace_back("snapshot-on", spec.text);
+    } else if (arg == "--snapshot-after") {
+      std::uint64_t ns = 0;
+      if (!value(&v) || !hush::base::ParseDurationWithUnit(v, &ns)) {
+        return Bad("start", "--snapshot-after needs a duration (e.g. 5ms)");
+      }
+      fields.emplace_back("snapshot-after-ns", std::to_string(ns));
+    } else if (arg == "--snapshot-keep") {
+      if (!value(&v) || v.empty() || v.size() > 6 || v.find_first_not_of("0123456789") != std::string::npos) {
+        return Bad("start", "--snapshot-keep needs a number of snapshots");
+      }
+      fields.emplace_back("snapshot-keep", v);
     } else if (arg == "--snapshot-interval") {
       if (!value(&v) || v.empty() || v.find_first_not_of("0123456789") != std::string::npos) {
         return Bad("start", "--snapshot-interval needs a number of milliseconds");

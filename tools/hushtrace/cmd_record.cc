@@ -24,6 +24,7 @@
 #include "commands.h"
 #include "filter/filter.h"
 #include "filter/pattern_limits.h"
+#include "filter/trigger_spec.h"
 #include "hushtrace/reader.h"
 #include "record_functions.h"
 #include "base/env.h"
@@ -55,9 +56,13 @@ constexpr char kUsage[] =
     "      --filter EXPR        record only events whose fields satisfy EXPR, e.g.\n"
     "                           'bytes > 1000 && fd != 3' (==, !=, <, <=, >, >=, &&, ||, !, ()).\n"
     "                           Checked here: an expression that does not parse is refused\n"
-    "      --snapshot-on PATTERN  write a flight-recorder snapshot when an event matching\n"
-    "                           PATTERN is emitted (the event is recorded); repeat or separate\n"
-    "                           with commas. Implies --mode flight\n"
+    "      --snapshot-on PATTERN  write a separate snapshot trace to DIR/snapshots/ when an\n"
+    "                           event matching PATTERN is emitted (the event is recorded);\n"
+    "                           'app:req>50ms': when a span of app:req lasts longer than 50 ms;\n"
+    "                           'net:recv[bytes > 1000]': when the event's fields match. Repeat\n"
+    "                           or separate with commas. Implies --mode flight\n"
+    "      --snapshot-after DURATION  a snapshot also holds DURATION after its trigger (5ms)\n"
+    "      --snapshot-keep N    keep the newest N snapshots (0: all). Default: 16\n"
     "      --snapshot-interval MS at most one triggered snapshot per MS milliseconds. Default: "
     "1000\n"
     "      --sched              also record PROGRAM's scheduler events (sched:switch_in/out,\n"
@@ -235,6 +240,7 @@ struct Options {
   bool has_filter = false;
   std::vector<std::string> snapshot_on;  // HUSHTRACE_SNAPSHOT_ON
   std::string snapshot_interval_ms;      // HUSHTRACE_SNAPSHOT_INTERVAL_MS
+  std::string snapshot_after, snapshot_keep;  // HUSHTRACE_SNAPSHOT_AFTER, _KEEP
   bool mode_given = false;
   int program = 0;  // index in argv
 };
@@ -288,7 +294,8 @@ int ParseOptions(int argc, char** argv, Options* o) {
     if (name == "-o") name = "--output";
     if (name != "--events" && name != "--output" && name != "--mode" && name != "--buffer-size" &&
         name != "--functions" && name != "--depth" && name != "--min-duration" &&
-        name != "--filter" && name != "--snapshot-on" && name != "--snapshot-interval") {
+        name != "--filter" && name != "--snapshot-on" && name != "--snapshot-interval" &&
+        name != "--snapshot-after" && name != "--snapshot-keep") {
       return BadArguments("unknown option '" + arg + "'");
     }
     if (!has_value) {
@@ -311,6 +318,20 @@ int ParseOptions(int argc, char** argv, Options* o) {
       if (!AppendPatterns(value, &o->snapshot_on)) {
         return BadArguments("empty --snapshot-on pattern '" + value + "'");
       }
+      std::vector<filter::TriggerSpec> specs;  // refused here, before PROGRAM runs
+      std::string error;
+      if (!filter::ParseTriggers(o->snapshot_on, &specs, &error)) return BadArguments(error);
+    } else if (name == "--snapshot-after") {
+      std::uint64_t ns = 0;
+      if (!hush::base::ParseDurationWithUnit(value, &ns)) {
+        return BadArguments("bad --snapshot-after '" + value + "': use a duration, e.g. 5ms");
+      }
+      o->snapshot_after = value;
+    } else if (name == "--snapshot-keep") {
+      if (value.empty() || value.size() > 6 || value.find_first_not_of("0123456789") != std::string::npos) {
+        return BadArguments("bad --snapshot-keep '" + value + "': use a number of snapshots");
+      }
+      o->snapshot_keep = value;
     } else if (name == "--snapshot-interval") {
       if (value.empty() || value.size() > 8 || value.find_first_not_of("0123456789") != std::string::npos) {
         return BadArguments("bad snapshot interval '" + value + "': use a number of milliseconds");
@@ -358,6 +379,8 @@ int ParseOptions(int argc, char** argv, Options* o) {
     o->mode = "flight";
   } else if (!o->snapshot_interval_ms.empty()) {
     return BadArguments("--snapshot-interval needs --snapshot-on");
+  } else if (!o->snapshot_after.empty() || !o->snapshot_keep.empty()) {
+    return BadArguments("--snapshot-after and --snapshot-keep need --snapshot-on");
   }
   if (o->patterns.empty()) o->patterns.emplace_back(o->functions.empty() ? "*" : "func:*");
   std::string limit_error;
@@ -512,7 +535,9 @@ int RunRecord(int argc, char** argv) {
       !SetOptionalEnvironment(hush::base::env::kFilter, opts.has_filter, opts.filter) ||
       !SetOptionalEnvironment(hush::base::env::kSnapshotOn, !opts.snapshot_on.empty(), Join(opts.snapshot_on)) ||
       !SetOptionalEnvironment(hush::base::env::kSnapshotIntervalMs, !opts.snapshot_interval_ms.empty(),
-                              opts.snapshot_interval_ms)) {
+                              opts.snapshot_interval_ms) ||
+      !SetOptionalEnvironment(hush::base::env::kSnapshotAfter, !opts.snapshot_after.empty(), opts.snapshot_after) ||
+      !SetOptionalEnvironment(hush::base::env::kSnapshotKeep, !opts.snapshot_keep.empty(), opts.snapshot_keep)) {
     std::fprintf(stderr, "hushtrace record: cannot set the environment: %s\n",
                  std::strerror(errno));
     remove_if_unused();
