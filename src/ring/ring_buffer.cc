@@ -502,7 +502,7 @@ WriteResult Ring::CopyForSnapshot(int fd, SnapshotCursor* cursor) {
   const std::uint64_t intact = open ? subbuf_count_ - 1 : subbuf_count_;
   const std::uint64_t overwritten = header_->overwritten.load(std::memory_order_relaxed);
   const bool skipping = produced > intact && cursor->seq < produced - intact;
-  if (!cursor->started || skipping) cursor->lost += overwritten - cursor->overwritten_seen;
+  if (cursor->started && skipping) cursor->lost += overwritten - cursor->overwritten_seen;
   cursor->overwritten_seen = overwritten;
   if (skipping) {
     cursor->seq = produced - intact;

@@ -35,9 +35,9 @@ struct SnapshotCursor {
   std::size_t offset = 0;       // bytes of packet `seq` copied already (0: none)
   std::uint64_t begin_ts = 0;   // timestamp_begin of the rest of packet `seq`
   std::uint64_t disk_seq = 0;   // packet_seq_num of the next packet in the snapshot's stream
-  // Events the snapshot's stream says are lost: those overwritten before its first copy, plus
-  // those overwritten between two copies when packets were skipped (the producer lapped the
-  // snapshot). Overwrites of packets already copied are not losses of the snapshot.
+  // Events the snapshot's stream says are lost: those overwritten between two copies when
+  // packets were skipped (the producer lapped the snapshot). Events overwritten before the first
+  // copy are outside the snapshot's window, and overwrites of packets already copied are no loss.
   std::uint64_t lost = 0;
   std::uint64_t overwritten_seen = 0;  // RingHeader::overwritten at the last copy
 };

@@ -165,12 +165,13 @@ constexpr std::int64_t kThresholdNs = 50000000;
 
 bool IsSlow(std::uint32_t n) { return n % kSlowEvery == kSlowEvery / 2; }
 
+// A fast request's span holds one event; the 10 us of work between requests is outside it, so
+// that a preempted test thread hardly ever makes a fast span slow.
 void Request(std::uint32_t n) {
-  HUSH_SPAN(req, handle);
-  HUSH_TRACE(req, number, n);
-  if (IsSlow(n)) {
-    std::this_thread::sleep_for(kSlow);
-    return;
+  {
+    HUSH_SPAN(req, handle);
+    HUSH_TRACE(req, number, n);
+    if (IsSlow(n)) std::this_thread::sleep_for(kSlow);
   }
   const auto end = std::chrono::steady_clock::now() + std::chrono::microseconds(10);
   while (std::chrono::steady_clock::now() < end) {
@@ -182,7 +183,7 @@ hush::SessionOptions RequestOptions(const std::string& dir) {
   o.events = {"req:*"};
   o.snapshot_on = {"req:handle>50ms"};
   o.snapshot_interval_ms = 0;
-  o.snapshot_after_ns = 5000000;  // 5 ms
+  o.snapshot_after_ns = 10000000;  // 10 ms
   o.snapshot_keep = 0;
   o.mode = hush::Mode::kFlight;
   o.buffer_size = 64 * 1024;
@@ -190,17 +191,30 @@ hush::SessionOptions RequestOptions(const std::string& dir) {
   return o;
 }
 
-// Runs the loop in a started session, then stops it (which completes the open snapshots).
+// Runs the loop in a started session, then stops it (which completes the open snapshots). The
+// background thread ticks every 200 us, and once right after each slow request (the loop waits
+// for that tick): another thread's events before and after every slow one.
 hush::SessionStats RunRequests(std::unique_ptr<hush::Session> session) {
   std::atomic<bool> done{false};
-  std::thread background([&done] {
+  // A tick that read `requested` >= r was emitted after the loop asked for tick r.
+  std::atomic<std::uint32_t> requested{0}, ticked{0};
+  std::thread background([&] {
     for (std::uint32_t seq = 0; !done.load(std::memory_order_relaxed); ++seq) {
+      const std::uint32_t want = requested.load(std::memory_order_acquire);
       HUSH_TRACE(req, background, seq);
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      ticked.store(want, std::memory_order_release);
+      for (int i = 0; i < 20 && requested.load(std::memory_order_acquire) == want; ++i) {
+        std::this_thread::sleep_for(std::chrono::microseconds(10));
+      }
     }
   });
-  for (std::uint32_t n = 0; n < kRequests; ++n) Request(n);
-  std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the last one's "after" window
+  for (std::uint32_t n = 0; n < kRequests; ++n) {
+    Request(n);
+    if (IsSlow(n)) {
+      const std::uint32_t r = requested.fetch_add(1, std::memory_order_acq_rel) + 1;
+      while (ticked.load(std::memory_order_acquire) < r) std::this_thread::yield();
+    }
+  }
   done.store(true, std::memory_order_relaxed);
   background.join();
   session->Stop();
@@ -275,7 +289,7 @@ TEST(TriggerTest, EverySlowSpanGetsASnapshotOfItsOwnAndNoFastOneDoes) {
     EXPECT_EQ(v.slow_spans, 1);  // its own slow request, begin and end, and no other
     EXPECT_EQ(v.slow_n, i * kSlowEvery + kSlowEvery / 2);
     EXPECT_TRUE(v.background_before);
-    EXPECT_TRUE(v.background_after);  // --snapshot-after: 5 ms of the other thread after it
+    EXPECT_TRUE(v.background_after);  // snapshot_after_ns: the other thread after it
     EXPECT_EQ(v.trigger, "req:handle>50ms");
     EXPECT_EQ(v.event, "req:handle");
     EXPECT_GE(v.duration_ns, kThresholdNs);
@@ -369,7 +383,8 @@ TEST(TriggerTest, BadPatternsAreRefusedAtStart) {
   hush::clitest::RemoveTree(root);
 }
 
-TEST(TriggerTest, Babeltrace2ReadsASnapshot) {
+// babeltrace2 and the hushtrace readers read a snapshot; report says what triggered it.
+TEST(TriggerTest, ReadersReadASnapshot) {
   const std::string root = hush::clitest::MakeTempDir();
   const std::string dir = root + "/t";
   hush::SessionOptions o = RequestOptions(dir);
@@ -385,6 +400,14 @@ TEST(TriggerTest, Babeltrace2ReadsASnapshot) {
   EXPECT_NE(r.out.find("req:handle"), std::string::npos);
   EXPECT_NE(r.out.find("req:background"), std::string::npos);
   EXPECT_EQ(r.err, "");
+  const hush::clitest::RunResult report = hush::clitest::RunCommand({HUSHTRACE_CLI, "report", snapshots[0]});
+  EXPECT_EQ(report.status, 0) << report.err;
+  EXPECT_NE(report.out.find("trigger    req:handle>50ms: req:handle lasted "), std::string::npos)
+      << report.out;
+  EXPECT_NE(report.out.find("(threshold 50.00 ms), thread "), std::string::npos) << report.out;
+  const hush::clitest::RunResult dump = hush::clitest::RunCommand({HUSHTRACE_CLI, "dump", snapshots[0]});
+  EXPECT_EQ(dump.status, 0) << dump.err;
+  EXPECT_NE(dump.out.find("req:handle"), std::string::npos);
   hush::clitest::RemoveTree(root);
 }
 
