@@ -40,40 +40,44 @@ namespace {
 // popped at their end (a thread's spans end in reverse order of their begins: HUSH_SPAN is a
 // scope). Begins nested deeper than kMaxOpenSpans are counted, not kept, and their ends skipped.
 constexpr int kMaxOpenSpans = 32;
-struct OpenSpan {
-  std::uint32_t id;
-  std::uint64_t ts;
+struct OpenSpans {
+  std::uint64_t generation = 0;  // of the session the entries belong to
+  int depth = 0;                 // entries in `spans`
+  int overflow = 0;              // begins beyond kMaxOpenSpans, not kept
+  struct {
+    std::uint32_t id;
+    std::uint64_t ts;
+  } spans[kMaxOpenSpans];
 };
-thread_local OpenSpan t_spans[kMaxOpenSpans];
-thread_local int t_span_depth = 0;
-thread_local int t_span_overflow = 0;
-thread_local std::uint64_t t_span_generation = 0;
+// One thread_local (one __tls_get_addr from the shared runtime) for the whole stack.
+thread_local OpenSpans t_open;
 
 // The duration of the span `id` that ends at `ts` on this thread (0: its begin is unknown).
 std::uint64_t SpanDuration(std::uint64_t generation, std::uint32_t id, bool begin, std::uint64_t ts) {
-  if (t_span_generation != generation) {  // spans of an earlier session
-    t_span_generation = generation;
-    t_span_depth = 0;
-    t_span_overflow = 0;
+  OpenSpans& o = t_open;
+  if (o.generation != generation) {  // spans of an earlier session
+    o.generation = generation;
+    o.depth = 0;
+    o.overflow = 0;
   }
   if (begin) {
-    if (t_span_depth == kMaxOpenSpans) {
-      ++t_span_overflow;
+    if (o.depth == kMaxOpenSpans) {
+      ++o.overflow;
     } else {
-      t_spans[t_span_depth++] = {id, ts};
+      o.spans[o.depth++] = {id, ts};
     }
     return 0;
   }
-  if (t_span_overflow > 0) {
-    --t_span_overflow;
+  if (o.overflow > 0) {
+    --o.overflow;
     return 0;
   }
   // The innermost open span of this id; spans above it lost their end (their session changed
   // the event's state between begin and end) and are dropped.
-  for (int i = t_span_depth - 1; i >= 0; --i) {
-    if (t_spans[i].id == id) {
-      t_span_depth = i;
-      return ts > t_spans[i].ts ? ts - t_spans[i].ts : 1;
+  for (int i = o.depth - 1; i >= 0; --i) {
+    if (o.spans[i].id == id) {
+      o.depth = i;
+      return ts > o.spans[i].ts ? ts - o.spans[i].ts : 1;
     }
   }
   return 0;
