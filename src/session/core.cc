@@ -170,6 +170,9 @@ void Core::ReleaseParentInChild(Core* parent, bool keep_directories) {
   for (std::uint32_t i = 0, n = parent->ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
     parent->slots_[i].stream_fd.reset();
   }
+  // The parent's snapshot thread is not in the child: its snapshots' descriptors are closed here.
+  parent->open_snapshots_.clear();
+  parent->snapshots_dirfd_.reset();
   if (keep_directories) return;  // a following child creates its own files there
   parent->dirfd_.reset();
   parent->ring_dirfd_.reset();

@@ -154,8 +154,8 @@ TEST(TriggerTest, StreamModeIsRefused) {
 // A request loop with rare slow requests among many fast ones, a background thread ticking, and
 // small rings (64k): what a duration trigger is for.
 // 4,000 requests between two slow ones are ~70 KiB of events: more than the ring holds, so that
-// each snapshot can hold one slow request only. A fast request takes 10 us: the ring keeps the
-// slow one for ~35 ms after its end, the snapshot thread's time to copy it. (Already small enough
+// each snapshot can hold one slow request only. A fast request takes 20 us: the ring keeps the
+// slow one for ~70 ms after its end, longer than the 30 ms after the trigger a snapshot waits. (Already small enough
 // for the sanitizer builds.)
 constexpr std::uint32_t kRequests = 16000;
 constexpr std::uint32_t kSlowRequests = 4;
@@ -167,7 +167,7 @@ constexpr std::int64_t kThresholdNs = 200000000;
 
 bool IsSlow(std::uint32_t n) { return n % kSlowEvery == kSlowEvery / 2; }
 
-// A fast request's span holds one event; the 10 us of work between requests is outside it, so
+// A fast request's span holds one event; the 20 us of work between requests is outside it, so
 // that a preempted test thread hardly ever makes a fast span slow.
 void Request(std::uint32_t n) {
   {
@@ -175,7 +175,7 @@ void Request(std::uint32_t n) {
     HUSH_TRACE(req, number, n);
     if (IsSlow(n)) std::this_thread::sleep_for(kSlow);
   }
-  const auto end = std::chrono::steady_clock::now() + std::chrono::microseconds(10);
+  const auto end = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
   while (std::chrono::steady_clock::now() < end) {
   }
 }
@@ -185,7 +185,7 @@ hush::SessionOptions RequestOptions(const std::string& dir) {
   o.events = {"req:*"};
   o.snapshot_on = {"req:handle>200ms"};
   o.snapshot_interval_ms = 0;
-  o.snapshot_after_ns = 10000000;  // 10 ms
+  o.snapshot_after_ns = 30000000;  // 30 ms: the background thread's tick after the slow span
   o.snapshot_keep = 0;
   o.mode = hush::Mode::kFlight;
   o.buffer_size = 64 * 1024;
