@@ -2,7 +2,14 @@
 // (instructions per event, docs/benchmarks.md) and for the bytes-per-event measurement.
 //
 //   hush_insn_driver MODE N [TRACE_DIR]
-//   MODE: empty | disabled | disabled_flag | enabled2int | string32 | span
+//   MODE: empty | disabled | disabled_flag | enabled2int | string32 | span | span_flight |
+//         span_trigger
+//
+// `span_flight`: the span in a flight-mode session whose snapshot trigger is a duration on
+// another span (hushbench:span_other>1s): the span's own path, unchanged by triggers elsewhere.
+// `span_trigger`: the span with a duration trigger of its own (hushbench:span>1s) that never
+// fires: every begin and end take the slow path and the trigger check.
+// Every enabled mode also prints the wall-clock ns per iteration of the N loop (no valgrind).
 //
 // `disabled` is a static-key site (a 5-byte NOP, unless the build is HUSH_STATIC_KEYS=OFF);
 // `disabled_flag` the same tracepoint as a load-and-branch site (insn_driver_flag.cc).
@@ -13,6 +20,7 @@
 // consumer thread. Instructions per event = (Ir(N2) - Ir(N1)) / (N2 - N1): the warm-up and any
 // fixed cost cancel. The enabled modes run a stream-mode session (64 MiB ring) writing to
 // TRACE_DIR, which must not exist yet; its statistics are printed as one JSON line on stdout.
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -63,6 +71,13 @@ void bench_loop_disabled_flag(std::int32_t n);  // insn_driver_flag.cc
   }
 }
 
+// The same loop under the names callgrind collects for the trigger modes.
+[[gnu::noinline]] void bench_loop_span_flight(std::int32_t n) { bench_loop_span(n); }
+[[gnu::noinline]] void bench_loop_span_trigger(std::int32_t n) { bench_loop_span(n); }
+
+// Never called: a span for span_flight's trigger to name.
+[[gnu::noinline, gnu::used]] void bench_span_other() { HUSH_SPAN(hushbench, span_other); }
+
 }  // extern "C"
 
 namespace {
@@ -82,6 +97,10 @@ void Run(const std::string& mode, std::int32_t n) {
     bench_loop_string32(n, hushbench::Opaque(hushbench::kString32));
   } else if (mode == "span") {
     bench_loop_span(n);
+  } else if (mode == "span_flight") {
+    bench_loop_span_flight(n);
+  } else if (mode == "span_trigger") {
+    bench_loop_span_trigger(n);
   }
 }
 
@@ -90,13 +109,15 @@ void Run(const std::string& mode, std::int32_t n) {
 int main(int argc, char** argv) {
   if (argc < 3) {
     std::fprintf(stderr,
-                 "usage: %s empty|disabled|disabled_flag|enabled2int|string32|span N [TRACE_DIR]\n",
+                 "usage: %s empty|disabled|disabled_flag|enabled2int|string32|span|span_flight|span_trigger N "
+                 "[TRACE_DIR]\n",
                  argv[0]);
     return 2;
   }
   const std::string mode = argv[1];
   const long n = std::strtol(argv[2], nullptr, 10);
-  const bool enabled = mode == "enabled2int" || mode == "string32" || mode == "span";
+  const bool triggers = mode == "span_flight" || mode == "span_trigger";
+  const bool enabled = mode == "enabled2int" || mode == "string32" || mode == "span" || triggers;
   if (!(enabled || mode == "empty" || mode == "disabled" || mode == "disabled_flag") || n < 0 ||
       n > INT32_MAX) {
     std::fprintf(stderr, "hush_insn_driver: bad mode or count\n");
@@ -113,6 +134,10 @@ int main(int argc, char** argv) {
     options.output_dir = argv[3];
     options.mode = hush::Mode::kStream;
     options.buffer_size = std::size_t{64} << 20;
+    if (triggers) {
+      options.mode = hush::Mode::kFlight;
+      options.snapshot_on = {mode == "span_trigger" ? "hushbench:span>1s" : "hushbench:span_other>1s"};
+    }
     std::string error;
     session = hush::Session::Start(options, &error);
     if (!session) {
@@ -121,20 +146,24 @@ int main(int argc, char** argv) {
     }
   }
   Run(mode, kWarmup);
+  const auto start = std::chrono::steady_clock::now();
   Run(mode, static_cast<std::int32_t>(n));
-  const int events_per_iteration = mode == "span" ? 2 : 1;
+  const double ns = static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                            std::chrono::steady_clock::now() - start).count());
+  const int events_per_iteration = mode.compare(0, 4, "span") == 0 ? 2 : 1;
   if (session) {
     session->Stop();
     const hush::SessionStats s = session->Stats();
     std::printf(
         "{\"tracer\":\"hushtrace\",\"mode\":\"%s\",\"n\":%ld,\"warmup\":%d,\"events_expected\":%ld,"
         "\"events_written\":%llu,\"events_discarded\":%llu,\"events_lost_on_write\":%llu,"
-        "\"bytes_written\":%llu}\n",
+        "\"bytes_written\":%llu,\"ns_per_iteration\":%.2f,\"snapshots_triggered\":%llu}\n",
         mode.c_str(), n, kWarmup, (n + kWarmup) * events_per_iteration,
         static_cast<unsigned long long>(s.events_written),
         static_cast<unsigned long long>(s.events_discarded),
         static_cast<unsigned long long>(s.events_lost_on_write),
-        static_cast<unsigned long long>(s.bytes_written));
+        static_cast<unsigned long long>(s.bytes_written), n > 0 ? ns / static_cast<double>(n) : 0.0,
+        static_cast<unsigned long long>(s.snapshots_triggered));
   } else {
     std::printf("{\"tracer\":\"hushtrace\",\"mode\":\"%s\",\"n\":%ld,\"warmup\":%d}\n",
                 mode.c_str(), n, kWarmup);

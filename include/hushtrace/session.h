@@ -44,11 +44,22 @@ struct SessionOptions {
   std::vector<std::string> functions;
   std::uint32_t function_depth = 0;             // 0: no limit
   std::uint64_t function_min_duration_ns = 0;   // 0: every call
-  // Flight mode: when an event matching one of these globs is emitted, the rings are written
-  // (as by Snapshot()) by the session's snapshot thread, at most once per snapshot_interval_ms.
-  // Matching events are enabled (and recorded) even if `events` does not name them.
+  // Flight mode: snapshot triggers. Each pattern is a glob over "provider:name", optionally
+  // with a condition (src/filter/trigger_spec.h, docs/cli.md):
+  //   "db:error"               any such event
+  //   "app:request>50ms"       a span (HUSH_SPAN) that ends after lasting longer than 50 ms
+  //   "net:recv[bytes > 1000]" an event whose fields satisfy the filter (filter syntax)
+  // When one fires, the session's snapshot thread writes a separate trace,
+  // output_dir/snapshots/<UTC time>-<n>/: what every thread's ring held at that moment plus
+  // snapshot_after_ns after it, and which trigger fired (docs/format.md, "Snapshots"). The
+  // emitting thread never waits for it. At most one snapshot per snapshot_interval_ms; the
+  // newest snapshot_keep are kept (0: all). Matching events are enabled (and recorded) even if
+  // `events` does not name them. Start() fails on a pattern that does not parse, a duration on
+  // events that are not spans, or a condition or duration that applies to no event.
   std::vector<std::string> snapshot_on;
   std::uint32_t snapshot_interval_ms = 1000;
+  std::uint64_t snapshot_after_ns = 0;
+  std::uint32_t snapshot_keep = 16;
   // Field filter over the events of `events`, e.g. "bytes > 1000 && fd != 3": an event is
   // recorded only if it holds. Evaluated in the emitting thread; an event that lacks one of the
   // named fields is not recorded. Syntax: src/filter/filter.h. Start() fails on a syntax error
@@ -64,8 +75,9 @@ struct SessionStats {
   std::uint64_t bytes_written = 0;
   std::uint32_t rings = 0;
   std::uint32_t enabled_events = 0;
-  std::uint64_t snapshots_triggered = 0;  // trigger events that caused a snapshot
-  std::uint64_t triggers_suppressed = 0;  // trigger events within the interval of the last one
+  std::uint64_t snapshots_triggered = 0;  // triggers that caused a snapshot
+  // Triggers within the interval of the last one, or while kMaxPendingTriggers snapshots waited.
+  std::uint64_t triggers_suppressed = 0;
   std::uint64_t events_filtered_out = 0;  // rejected by the field filter
   // Events of threads whose buffer could not be created (out of memory, disk full, unwritable
   // directory, too many threads): no stream records them; Stop() prints the count.

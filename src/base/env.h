@@ -11,6 +11,8 @@ inline constexpr char kOutput[] = "HUSHTRACE_OUTPUT";            // trace direct
 inline constexpr char kMode[] = "HUSHTRACE_MODE";                // stream | flight
 inline constexpr char kSnapshotOn[] = "HUSHTRACE_SNAPSHOT_ON";   // globs
 inline constexpr char kSnapshotIntervalMs[] = "HUSHTRACE_SNAPSHOT_INTERVAL_MS";
+inline constexpr char kSnapshotAfter[] = "HUSHTRACE_SNAPSHOT_AFTER";  // duration: 5ms, 200us
+inline constexpr char kSnapshotKeep[] = "HUSHTRACE_SNAPSHOT_KEEP";    // N snapshots, 0: all
 inline constexpr char kFilter[] = "HUSHTRACE_FILTER";            // filter expression
 inline constexpr char kControl[] = "HUSHTRACE_CONTROL";          // 1: control socket at start-up
 inline constexpr char kBufferSize[] = "HUSHTRACE_BUFFER_SIZE";   // base::ParseSize syntax, limits below
@@ -31,7 +33,8 @@ inline constexpr unsigned long long kMaxBufferSize = 256ull << 20;
 inline constexpr const char* kAll[] = {kEvents,  kOutput,     kMode,      kSnapshotOn,
                                        kSnapshotIntervalMs,   kFilter,    kControl,
                                        kBufferSize, kFunctions, kFunctionDepth,
-                                       kMinDuration, kSched,  kFollow};
+                                       kMinDuration, kSched,  kFollow,
+                                       kSnapshotAfter, kSnapshotKeep};
 
 }  // namespace hush::base::env
 

@@ -1,5 +1,8 @@
 #include "base/parse.h"
 
+#include <cmath>
+#include <cstdlib>
+
 namespace hush::base {
 
 bool ParseSize(std::string_view text, std::uint64_t max, std::uint64_t* out) {
@@ -42,6 +45,30 @@ std::vector<std::string> SplitList(std::string_view text) {
     start = end + 1;
   }
   return out;
+}
+
+bool ParseDurationWithUnit(std::string_view text, std::uint64_t* ns) {
+  std::size_t i = 0;
+  while (i < text.size() && ((text[i] >= '0' && text[i] <= '9') || text[i] == '.')) ++i;
+  const std::string_view number = text.substr(0, i);
+  if (number.empty() || number == "." || number.find('.') != number.rfind('.')) return false;
+  const std::string_view unit = text.substr(i);
+  double scale = 0;
+  if (unit == "ns") {
+    scale = 1;
+  } else if (unit == "us") {
+    scale = 1e3;
+  } else if (unit == "ms") {
+    scale = 1e6;
+  } else if (unit == "s") {
+    scale = 1e9;
+  } else {
+    return false;
+  }
+  const double v = std::strtod(std::string(number).c_str(), nullptr) * scale;
+  if (!std::isfinite(v) || v < 0 || v > 1e18) return false;
+  *ns = static_cast<std::uint64_t>(std::llround(v));
+  return true;
 }
 
 }  // namespace hush::base

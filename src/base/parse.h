@@ -17,6 +17,9 @@ namespace hush::base {
 // g/G/GiB/GB (2^30). False on anything else, and on values above `max` (no overflow).
 bool ParseSize(std::string_view text, std::uint64_t max, std::uint64_t* out);
 
+// "500ns", "2us", "1.5ms", "3s" (a unit is required); false on anything else or above 10^18 ns.
+bool ParseDurationWithUnit(std::string_view text, std::uint64_t* ns);
+
 // Splits at commas; trims blanks (space, tab, newline) around each item; drops empty items.
 std::vector<std::string> SplitList(std::string_view text);
 

@@ -78,6 +78,18 @@ std::string Start(const Fields& fields) {
         return Error("bad snapshot-interval-ms '" + value + "'");
       }
       options.snapshot_interval_ms = static_cast<std::uint32_t>(ms);
+    } else if (key == "snapshot-after-ns" || key == "snapshot-keep") {
+      char* end = nullptr;
+      const unsigned long long n = std::strtoull(value.c_str(), &end, 10);
+      const unsigned long long max = key == "snapshot-keep" ? 1000000ull : 3600000000000ull;
+      if (value.empty() || *end != '\0' || value[0] == '-' || n > max) {
+        return Error("bad " + key + " '" + value + "'");
+      }
+      if (key == "snapshot-keep") {
+        options.snapshot_keep = static_cast<std::uint32_t>(n);
+      } else {
+        options.snapshot_after_ns = n;
+      }
     } else {
       return Error("start: unexpected '" + key + " " + value + "'");
     }

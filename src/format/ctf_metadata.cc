@@ -93,6 +93,8 @@ std::string BuildMetadata(const TraceInfo& info, const std::vector<const registr
     m +=
         "\thushtrace_events_without_buffer = " + std::to_string(info.events_without_buffer) + ";\n";
   }
+  for (const auto& [key, value] : info.env_strings) m += "\t" + key + " = " + Quote(value) + ";\n";
+  for (const auto& [key, value] : info.env_numbers) m += "\t" + key + " = " + std::to_string(value) + ";\n";
   m += "};\n\n";
   bool own_clock = true;
   for (std::uint8_t b : info.clock_uuid) own_clock = own_clock && b == 0;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "clock/clock.h"
@@ -25,6 +26,10 @@ struct TraceInfo {
   // not the ring's, so that `record` names their cause rather than the buffer size.
   std::uint64_t events_lost_on_write = 0;   // the stream file could not be written (disk full...)
   std::uint64_t events_without_buffer = 0;  // no ring for the thread (its file not created...)
+  // More env entries, after the others: a triggered snapshot's hushtrace_snapshot_* (docs/format.md,
+  // "Snapshots"). Strings are quoted; numbers written in decimal.
+  std::vector<std::pair<std::string, std::string>> env_strings;
+  std::vector<std::pair<std::string, std::uint64_t>> env_numbers;
 };
 
 std::string UuidToString(const std::uint8_t uuid[16]);

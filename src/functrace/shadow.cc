@@ -94,7 +94,11 @@ inline void EmitWords(const std::uint64_t (&v)[N], std::uint64_t* ts_out) {
     internal::CommitEvent(w, p + 8 * N, ts);
   } else if (char* q = internal::ReserveSlow(w, id, ts, 8 * N)) {
     std::memcpy(q, v, 8 * N);
-    internal::Commit(w, q + 8 * N);
+    if ((id & internal::kTriggerIdBit) != 0) {
+      internal::CommitSlow(w, id, q, q + 8 * N);  // the snapshot trigger's rule
+    } else {
+      internal::Commit(w, q + 8 * N);
+    }
   }
   internal::LeaveEvent(w, nesting);
 }

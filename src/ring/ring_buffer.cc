@@ -350,20 +350,27 @@ std::size_t Ring::CopyPacket(std::uint64_t seq, std::size_t from, std::size_t to
   return kPacketHeaderSize + (to - from);
 }
 
-int Ring::WriteCopy(int fd, std::size_t len) {
+std::uint64_t Ring::StampCopy(std::size_t len, std::uint64_t seq_num, std::uint64_t overwritten,
+                              std::uint64_t write_lost) {
   StoreField<std::uint64_t>(scratch_.get(), kOffContent, len * 8);
   StoreField<std::uint64_t>(scratch_.get(), kOffPacketSize, len * 8);
-  StoreField<std::uint64_t>(scratch_.get(), kOffSeq, header_->disk_seq);
+  StoreField<std::uint64_t>(scratch_.get(), kOffSeq, seq_num);
   // On disk, events_discarded counts every lost event (discarded, overwritten, and in packets
   // that failed to be written), so that CTF readers report all of them; events_overwritten keeps
   // the overwritten part alone. Overwrites and failed writes only ever hit packets older than
   // every packet still in the ring, so all of those counted so far precede the packets written
   // now: every packet of one write-out carries the same, current, count.
   const auto discarded = LoadField<std::uint64_t>(scratch_.get(), kOffDiscarded);
-  const auto overwritten = header_->overwritten.load(std::memory_order_relaxed);
-  const std::uint64_t lost_total = discarded + overwritten + write_lost_events();
+  const std::uint64_t lost_total = discarded + overwritten + write_lost;
   StoreField<std::uint64_t>(scratch_.get(), kOffOverwritten, overwritten);
   StoreField<std::uint64_t>(scratch_.get(), kOffDiscarded, lost_total);
+  return lost_total;
+}
+
+int Ring::WriteCopy(int fd, std::size_t len) {
+  const std::uint64_t lost_total = StampCopy(len, header_->disk_seq,
+                                             header_->overwritten.load(std::memory_order_relaxed),
+                                             write_lost_events());
   const int err = WriteAll(fd, scratch_.get(), len);
   if (err != 0) {
     // Cut a partly written packet (disk full...) so that later packets follow a whole one.
@@ -462,29 +469,16 @@ WriteResult Ring::WriteNew(int fd, bool include_open) {
   header_->written_seq.store(seq, std::memory_order_relaxed);
   if (!include_open || seq != produced) return result;
 
-  // The open packet: everything committed so far. Acquire pairs with the release stores of
-  // `commit` in Commit() and OpenPacket().
-  std::uint64_t commit_word = header_->commit.offset.load(std::memory_order_acquire);
-  std::uint64_t last_ts = 0;
-  for (int attempt = 0;; ++attempt) {
-    last_ts = header_->commit.timestamp.load(std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_acquire);
-    const std::uint64_t again = header_->commit.offset.load(std::memory_order_relaxed);
-    if (again == commit_word) break;  // last_ts is the last committed event's or the one in flight
-    if (attempt == 8) return result;  // the writer is busy: take this packet on the next call
-    commit_word = again;
-  }
-  if (commit_word == kCommitNone || commit_word == kCommitOpening) {
-    return WriteLossMarker(fd, result);
-  }
-  const std::uint64_t commit = CommitOffsetOf(commit_word);
-  const std::uint64_t packet_start = (produced % subbuf_count_) * subbuf_size_;
-  if (commit < packet_start + kPacketHeaderSize || commit > packet_start + subbuf_size_) {
-    return result;  // no packet open yet (or it is being switched): nothing committed in it
-  }
-  const std::size_t end = static_cast<std::size_t>(commit - packet_start);
+  // The open packet: everything committed so far.
   const std::size_t from = std::max(header_->written_offset, kPacketHeaderSize);
-  if (end <= from) return result;
+  std::uint64_t commit_word = 0, last_ts = 0;
+  std::size_t end = 0;
+  if (!ReadOpenCommit(produced, from, &commit_word, &last_ts, &end)) {
+    if (commit_word == kCommitNone || commit_word == kCommitOpening) {
+      return WriteLossMarker(fd, result);
+    }
+    return result;
+  }
   const std::uint64_t seq_at_copy = produced;
   std::size_t len = CopyPacket(produced, from, end);
   if (header_->produced.load(std::memory_order_acquire) != seq_at_copy &&
@@ -515,6 +509,88 @@ WriteResult Ring::WriteNew(int fd, bool include_open) {
   // next event, in flight while we read): never after the first event of the rest.
   header_->written_offset = end;
   header_->written_begin_ts = last_ts;
+  return result;
+}
+
+bool Ring::ReadOpenCommit(std::uint64_t produced, std::size_t from, std::uint64_t* commit_word,
+                          std::uint64_t* last_ts, std::size_t* end) {
+  // Acquire pairs with the release stores of `commit` in Commit() and OpenPacket().
+  std::uint64_t word = header_->commit.offset.load(std::memory_order_acquire);
+  for (int attempt = 0;; ++attempt) {
+    *last_ts = header_->commit.timestamp.load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    const std::uint64_t again = header_->commit.offset.load(std::memory_order_relaxed);
+    if (again == word) break;  // *last_ts is the last committed event's or the one in flight
+    if (attempt == 8) {        // the writer is busy: take this packet on the next call
+      *commit_word = 0;        // never a commit word (an offset points past a packet header)
+      return false;
+    }
+    word = again;
+  }
+  *commit_word = word;
+  if (word == kCommitNone || word == kCommitOpening) return false;
+  const std::uint64_t commit = CommitOffsetOf(word);
+  const std::uint64_t packet_start = (produced % subbuf_count_) * subbuf_size_;
+  if (commit < packet_start + kPacketHeaderSize || commit > packet_start + subbuf_size_) {
+    return false;  // no packet open yet (or it is being switched): nothing committed in it
+  }
+  *end = static_cast<std::size_t>(commit - packet_start);
+  return *end > from;
+}
+
+WriteResult Ring::CopyForSnapshot(int fd, SnapshotCursor* cursor) {
+  WriteResult result;
+  const auto write = [&](std::size_t len) {
+    if (cursor->offset != 0) StoreField<std::uint64_t>(scratch_.get(), kOffTsBegin, cursor->begin_ts);
+    StampCopy(len, cursor->disk_seq, cursor->lost, 0);
+    if (const int err = WriteAll(fd, scratch_.get(), len); err != 0) {
+      if (result.error == 0) result.error = err;
+      return;
+    }
+    ++cursor->disk_seq;
+    ++result.packets;
+    result.bytes += len;
+  };
+  // As in WriteNew(): packets below `produced` are complete (acquire pairs with ClosePacket());
+  // an open packet occupies the oldest packet's sub-buffer.
+  const std::uint64_t produced = header_->produced.load(std::memory_order_acquire);
+  const bool open = header_->commit.offset.load(std::memory_order_acquire) != kCommitNone;
+  const std::uint64_t intact = open ? subbuf_count_ - 1 : subbuf_count_;
+  const std::uint64_t overwritten = header_->overwritten.load(std::memory_order_relaxed);
+  const bool skipping = produced > intact && cursor->seq < produced - intact;
+  if (cursor->started && skipping) cursor->lost += overwritten - cursor->overwritten_seen;
+  cursor->overwritten_seen = overwritten;
+  if (skipping) {
+    cursor->seq = produced - intact;
+    cursor->offset = 0;
+  }
+  cursor->started = true;
+  for (; cursor->seq < produced; ++cursor->seq, cursor->offset = 0) {
+    std::size_t len = 0;
+    {
+      const SeqlockReads racy_reads(mode_ == RingMode::kFlight);
+      const auto content = LoadField<std::uint64_t>(packet(cursor->seq), kOffContent) / 8;
+      if (content < kPacketHeaderSize || content > subbuf_size_) break;  // corrupt: stop here
+      len = CopyPacket(cursor->seq, std::max(cursor->offset, kPacketHeaderSize), content);
+    }
+    if (len > kPacketHeaderSize) write(len);  // 0: overwritten while copying, lost
+  }
+  if (cursor->seq != produced) return result;
+  const std::size_t from = std::max(cursor->offset, kPacketHeaderSize);
+  std::uint64_t commit_word = 0, last_ts = 0;
+  std::size_t end = 0;
+  if (!ReadOpenCommit(produced, from, &commit_word, &last_ts, &end)) return result;
+  const std::size_t len = CopyPacket(produced, from, end);
+  if (len == 0 || header_->produced.load(std::memory_order_acquire) != produced) return result;
+  // End at the last event copied, where the rest of the packet begins (see WriteNew()).
+  StoreField<std::uint64_t>(scratch_.get(), kOffTsEnd, last_ts);
+  StoreField<std::uint64_t>(scratch_.get(), kOffDiscarded,
+                            header_->discarded.load(std::memory_order_relaxed));
+  write(len);
+  if (result.error == 0) {
+    cursor->offset = end;
+    cursor->begin_ts = last_ts;
+  }
   return result;
 }
 

@@ -27,6 +27,21 @@ struct RingConfig {
   std::uint32_t pid = 0;
 };
 
+// Where a snapshot copy of a ring stands (CopyForSnapshot): private to the snapshot, so that a
+// snapshot never moves what WriteNew() writes next nor what the producer counts as saved.
+struct SnapshotCursor {
+  bool started = false;
+  std::uint64_t seq = 0;        // next packet to copy
+  std::size_t offset = 0;       // bytes of packet `seq` copied already (0: none)
+  std::uint64_t begin_ts = 0;   // timestamp_begin of the rest of packet `seq`
+  std::uint64_t disk_seq = 0;   // packet_seq_num of the next packet in the snapshot's stream
+  // Events the snapshot's stream says are lost: those overwritten between two copies when
+  // packets were skipped (the producer lapped the snapshot). Events overwritten before the first
+  // copy are outside the snapshot's window, and overwrites of packets already copied are no loss.
+  std::uint64_t lost = 0;
+  std::uint64_t overwritten_seen = 0;  // RingHeader::overwritten at the last copy
+};
+
 // Output of a consumer-side write: how many packets/bytes went out and whether writing failed.
 struct WriteResult {
   std::uint64_t packets = 0;
@@ -80,6 +95,11 @@ class Ring {
   // timestamp_begin is the last event of the earlier part, which keeps compact timestamps exact
   // and packets of a stream from overlapping in time.
   WriteResult WriteNew(int fd, bool include_open);
+  // Flight mode: copies to `fd` (a snapshot's own stream file) every intact packet from
+  // `cursor` on, then the committed part of the open packet, numbering them from 0 in that file.
+  // The first call starts at the oldest intact packet. Changes nothing WriteNew() or the producer
+  // reads: the ring's own trace is written as if no snapshot had been taken.
+  WriteResult CopyForSnapshot(int fd, SnapshotCursor* cursor);
   // Maps every page of the ring into the process's page tables (once; later calls return at
   // once), so that the producer never takes a first-touch page fault on it: the consumer pays
   // them on its own CPU instead. A no-op for in-memory rings and on kernels without
@@ -108,6 +128,14 @@ class Ring {
   int WriteCopy(int fd, std::size_t len);
   // Producer: reserves the blocks of sub-buffer `slot` (first lap; see Create). False: no space.
   bool ReserveSubbuf(std::uint32_t slot);
+  // Sets the copy's sizes, packet_seq_num and loss counts (see WriteCopy); returns the lost total.
+  std::uint64_t StampCopy(std::size_t len, std::uint64_t seq_num, std::uint64_t overwritten,
+                          std::uint64_t write_lost);
+  // The open packet `produced` committed up to `*end` (from the packet start), its last event at
+  // `*last_ts`. False while no packet is open or being opened (`*commit_word` tells which), while
+  // its writer keeps moving, or when nothing is committed past `from`.
+  bool ReadOpenCommit(std::uint64_t produced, std::size_t from, std::uint64_t* commit_word,
+                      std::uint64_t* last_ts, std::size_t* end);
   WriteResult WriteLossMarker(int fd, WriteResult result);
 
   std::uint32_t index_;

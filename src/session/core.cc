@@ -2,6 +2,7 @@
 #include "session/core.h"
 #include "filter/pattern_limits.h"
 #include "session/crash_handler.h"
+#include "session/files.h"
 #include "base/fork_gate.h"
 #include "base/library_thread.h"
 #include "session/writers.h"
@@ -20,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -27,6 +29,48 @@
 
 
 namespace hush::session {
+
+using base::ErrnoMessage;
+
+bool WriteFileAt(int dirfd, const char* name, const std::string& content, std::string* error) {
+  const std::string tmp = std::string(".") + name + ".tmp";
+  base::UniqueFd fd(::openat(dirfd, tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd) {
+    *error = ErrnoMessage(std::string("cannot write ") + name);
+    return false;
+  }
+  const char* p = content.data();
+  std::size_t left = content.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd.get(), p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      *error = ErrnoMessage(std::string("cannot write ") + name);
+      fd.reset();
+      ::unlinkat(dirfd, tmp.c_str(), 0);
+      return false;
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  fd.reset();
+  if (::renameat(dirfd, tmp.c_str(), dirfd, name) != 0) {
+    *error = ErrnoMessage(std::string("cannot rename ") + name);
+    return false;
+  }
+  return true;
+}
+
+std::vector<std::string> FieldNames(const registry::Event& e) {
+  std::vector<std::string> names;
+  for (const auto& f : e.meta.fields) names.push_back(f.name);
+  return names;
+}
+std::vector<std::string> FieldTypes(const registry::Event& e) {
+  std::vector<std::string> types;
+  for (const auto& f : e.meta.fields) types.push_back(f.type);
+  return types;
+}
 
 std::atomic<Core*> Core::active_{nullptr};
 std::atomic<std::uint64_t> Core::next_generation_{1};
@@ -54,38 +98,6 @@ void InheritClockUuid(const std::string& uuid) {
 namespace {
 
 using base::ErrnoMessage;
-
-// Past RLIMIT_FSIZE a write fails with EFBIG and also raises SIGXFSZ at the writing thread,
-// whose default action kills the process. The library's writes must fail, not take the host
-// program down: SIGXFSZ is blocked while they run and one they raised is discarded. (One sent
-// to the process by someone else during that window is discarded too: an accepted imprecision.)
-class FileSizeSignalGuard {
- public:
-  FileSizeSignalGuard() {
-    sigemptyset(&xfsz_);
-    sigaddset(&xfsz_, SIGXFSZ);
-    ::pthread_sigmask(SIG_BLOCK, &xfsz_, &previous_);
-    was_pending_ = IsPending();
-  }
-  ~FileSizeSignalGuard() {
-    if (!was_pending_ && IsPending()) {
-      const timespec no_wait = {};
-      ::sigtimedwait(&xfsz_, nullptr, &no_wait);
-    }
-    ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
-  }
-  FileSizeSignalGuard(const FileSizeSignalGuard&) = delete;
-  FileSizeSignalGuard& operator=(const FileSizeSignalGuard&) = delete;
-
- private:
-  static bool IsPending() {
-    sigset_t pending;
-    return ::sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ) == 1;
-  }
-  sigset_t xfsz_;
-  sigset_t previous_;
-  bool was_pending_ = false;
-};
 
 // Creates `path` as a 0700 directory, or accepts an existing empty directory owned by us.
 // Returns an O_DIRECTORY|O_NOFOLLOW descriptor, so a symlink planted at `path` is refused.
@@ -135,48 +147,15 @@ base::UniqueFd CreateTraceDirectory(const std::string& path, bool* created, std:
   return fd;
 }
 
-bool WriteFileAt(int dirfd, const char* name, const std::string& content, std::string* error) {
-  const std::string tmp = std::string(".") + name + ".tmp";
-  base::UniqueFd fd(::openat(dirfd, tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (!fd) {
-    *error = ErrnoMessage(std::string("cannot write ") + name);
-    return false;
-  }
-  const char* p = content.data();
-  std::size_t left = content.size();
-  while (left > 0) {
-    const ssize_t n = ::write(fd.get(), p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      *error = ErrnoMessage(std::string("cannot write ") + name);
-      fd.reset();
-      ::unlinkat(dirfd, tmp.c_str(), 0);
-      return false;
-    }
-    p += n;
-    left -= static_cast<std::size_t>(n);
-  }
-  fd.reset();
-  if (::renameat(dirfd, tmp.c_str(), dirfd, name) != 0) {
-    *error = ErrnoMessage(std::string("cannot rename ") + name);
-    return false;
-  }
-  return true;
-}
-
-std::vector<std::string> FieldNames(const registry::Event& e) {
-  std::vector<std::string> names;
-  for (const auto& f : e.meta.fields) names.push_back(f.name);
-  return names;
-}
-std::vector<std::string> FieldTypes(const registry::Event& e) {
-  std::vector<std::string> types;
-  for (const auto& f : e.meta.fields) types.push_back(f.type);
-  return types;
-}
 
 sem_t g_snapshot_sem;
-void OnSnapshotSignal(int) { ::sem_post(&g_snapshot_sem); }  // async-signal-safe
+// SIGUSR2 asks for a write of the flight recorder into the trace directory (a lock-free atomic:
+// async-signal-safe, as sem_post is).
+std::atomic<bool> g_snapshot_requested{false};
+void OnSnapshotSignal(int) {
+  g_snapshot_requested.store(true, std::memory_order_relaxed);  // the semaphore orders it
+  ::sem_post(&g_snapshot_sem);
+}
 
 }  // namespace
 
@@ -194,6 +173,9 @@ void Core::ReleaseParentInChild(Core* parent, bool keep_directories) {
   for (std::uint32_t i = 0, n = parent->ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
     parent->slots_[i].stream_fd.reset();
   }
+  // The parent's snapshot thread is not in the child: its snapshots' descriptors are closed here.
+  parent->open_snapshots_.clear();
+  parent->snapshots_dirfd_.reset();
   if (keep_directories) return;  // a following child creates its own files there
   parent->dirfd_.reset();
   parent->ring_dirfd_.reset();
@@ -296,7 +278,8 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
     return false;
   }
   if (!filter::CheckPatterns(options_.events, "event", error) ||
-      !filter::CheckPatterns(options_.snapshot_on, "snapshot-on", error)) {
+      !filter::CheckPatterns(options_.snapshot_on, "snapshot-on", error) ||
+      !filter::ParseTriggers(options_.snapshot_on, &trigger_specs_, error)) {
     return false;
   }
   // Parsed before anything is created: a filter that does not parse costs nothing.
@@ -376,6 +359,10 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
       return false;
     }
   }
+  if (!PrepareTriggers(error)) {
+    Abandon();
+    return false;
+  }
   // Publish the session before enabling events: a thread that sees an enabled event and takes
   // the slow path must find the session (acquire in Active() pairs with this release).
   published_ = true;
@@ -392,10 +379,7 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
   } else {
     registry.Enable(options_.events);
   }
-  if (!options_.snapshot_on.empty()) {
-    registry.Enable(options_.snapshot_on);
-    registry.SetTriggers(options_.snapshot_on);
-  }
+  if (!trigger_specs_.empty()) BindTriggers();
   if (options_.sched) {
     registry.Enable(std::vector<std::string>(std::begin(sched::kSchedEventGlobs),
                                              std::end(sched::kSchedEventGlobs)));
@@ -646,51 +630,46 @@ bool Core::FilterAccepts(std::uint32_t id, const char* payload, std::size_t size
   return false;
 }
 
-void Core::Trigger(internal::ThreadWriter& w) {
-  timespec ts;
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  const std::int64_t now = std::int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
-  std::int64_t next = next_trigger_ns_.load(std::memory_order_relaxed);
-  // Relaxed: the CAS only elects one trigger per interval; the semaphore orders the rest.
-  if (now < next || !next_trigger_ns_.compare_exchange_strong(
-                        next, now + std::int64_t{options_.snapshot_interval_ms} * 1000000,
-                        std::memory_order_relaxed)) {
-    triggers_suppressed_.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  triggers_fired_.fetch_add(1, std::memory_order_relaxed);
-  // Release: pairs with the acquire exchange in SignalLoop().
-  trigger_writer_.store(&w, std::memory_order_release);
-  ::sem_post(&g_snapshot_sem);
-}
+void WakeSnapshotThread() { ::sem_post(&g_snapshot_sem); }
 
+// The snapshot thread of a flight-mode session: writes the trace directory on SIGUSR2, and the
+// triggered snapshots (snapshots.cc): each begins when its trigger is taken and completes
+// snapshot_after_ns later, or at Stop.
 void Core::SignalLoop() {
   for (;;) {
-    while (::sem_wait(&g_snapshot_sem) != 0 && errno == EINTR) {
+    if (open_snapshots_.empty()) {
+      while (::sem_wait(&g_snapshot_sem) != 0 && errno == EINTR) {
+      }
+    } else {
+      auto deadline = open_snapshots_.front().deadline;
+      for (const OpenSnapshot& o : open_snapshots_) deadline = std::min(deadline, o.deadline);
+      const auto wait = std::max(deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration{});
+      timespec until;
+      ::clock_gettime(CLOCK_REALTIME, &until);
+      const std::int64_t ns = until.tv_nsec + std::chrono::duration_cast<std::chrono::nanoseconds>(wait).count();
+      until.tv_sec += static_cast<time_t>(ns / 1000000000);
+      until.tv_nsec = static_cast<long>(ns % 1000000000);
+      while (::sem_timedwait(&g_snapshot_sem, &until) != 0 && errno == EINTR) {
+      }
     }
+    bool stopping = false;
     {
       std::lock_guard<std::mutex> lock(wake_mu_);
-      if (stopping_) return;
+      stopping = stopping_;
     }
     const base::ForkGateSection working;  // base/fork_gate.h
-    if (internal::ThreadWriter* w = trigger_writer_.exchange(nullptr, std::memory_order_acquire)) {
-      // The trigger event is still being written: wait (bounded, as in Stop()) until its thread
-      // leaves it, so that the snapshot ends with it. mu_ keeps the thread from detaching (and
-      // its writer from going away) meanwhile; in flight mode an attached thread never needs mu_
-      // inside an event. Acquire pairs with the release in LeaveEvent().
-      std::lock_guard<std::mutex> lock(mu_);
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
-      for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
-        if (slots_[i].writer != w) continue;
-        while (w->nesting.load(std::memory_order_acquire) != 0 &&
-               std::chrono::steady_clock::now() < deadline) {
-          std::this_thread::yield();
-        }
+    if (!stopping && g_snapshot_requested.exchange(false, std::memory_order_relaxed)) WriteAll(true);
+    TakePendingTriggers();
+    const auto now = std::chrono::steady_clock::now();
+    for (std::size_t i = 0; i < open_snapshots_.size();) {
+      if (stopping || now >= open_snapshots_[i].deadline) {
+        FinishSnapshot(open_snapshots_[i]);
+        open_snapshots_.erase(open_snapshots_.begin() + static_cast<std::ptrdiff_t>(i));
+      } else {
+        ++i;
       }
-      if (!stopped_) WriteAll(true);
-      continue;
     }
-    WriteAll(true);
+    if (stopping) return;
   }
 }
 

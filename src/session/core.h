@@ -19,8 +19,10 @@
 #define HUSHTRACE_SRC_SESSION_CORE_H_
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -30,6 +32,7 @@
 #include "base/unique_fd.h"
 #include "clock/clock.h"
 #include "filter/filter.h"
+#include "filter/trigger_spec.h"
 #include "format/ctf_metadata.h"
 #include "hushtrace/internal/thread_writer.h"
 #include "hushtrace/session.h"
@@ -41,6 +44,36 @@
 namespace hush::session {
 
 inline constexpr std::uint32_t kMaxRings = 4096;
+// Triggered snapshots waiting for the snapshot thread; a trigger finding them all taken is
+// counted suppressed.
+inline constexpr std::uint32_t kMaxPendingTriggers = 16;
+
+// What fired a triggered snapshot (snapshots.cc), handed from the emitting thread to the
+// snapshot thread.
+struct TriggerInfo {
+  std::uint32_t spec = 0;       // index in the session's trigger patterns
+  std::uint32_t event_id = 0;   // the event that fired it
+  std::uint32_t tid = 0;
+  std::uint64_t ts = 0;         // its timestamp (cycles); for a span, its end
+  std::uint64_t duration = 0;   // a span's duration (cycles); 0 otherwise
+};
+
+// A trigger rule of one event id (SessionOptions::snapshot_on parsed, snapshots.cc).
+struct TriggerRule {
+  std::uint32_t spec = 0;
+  filter::TriggerSpec::Kind kind = filter::TriggerSpec::Kind::kEvent;
+  std::uint64_t threshold_cycles = 0;                // kDuration
+  std::unique_ptr<filter::Program> condition;        // kField
+};
+
+// A triggered snapshot being written (snapshot thread only, snapshots.cc).
+struct OpenSnapshot {
+  std::string name;       // DIR/snapshots/<name> once complete
+  base::UniqueFd dirfd;   // DIR/snapshots/.<name>.partial while written
+  std::vector<base::UniqueFd> streams;             // per ring slot; empty fd: no file yet
+  std::vector<ring::SnapshotCursor> cursors;       // per ring slot
+  std::chrono::steady_clock::time_point deadline;  // when the part after the trigger is complete
+};
 
 struct RingSlot {
   std::unique_ptr<ring::Ring> ring;
@@ -105,9 +138,11 @@ class Core final : public ring::Owner {
   void EnsureConsumer() override;
   void WakeConsumer() override;
   void EventTooLarge() override;
-  // A snapshot trigger event is being emitted by `w` (ReserveSlow, flight mode): wakes the
-  // snapshot thread unless the last trigger is more recent than the interval.
-  void Trigger(internal::ThreadWriter& w);
+  // A committed event of `w` whose id has kTriggerIdBit (CommitSlow): checks the event's trigger
+  // rules (its payload, a span's duration) and hands a snapshot to the snapshot thread when one
+  // fires. Never blocks (snapshots.cc).
+  void OnTriggerEvent(internal::ThreadWriter& w, std::uint32_t id, const char* payload,
+                      std::size_t size);
   // The field filter's verdict on the payload of event `id` (kFilterIdBit cleared). Reads
   // filters_, published before the event's state word (release; the caller's acquire fence).
   bool FilterAccepts(std::uint32_t id, const char* payload, std::size_t size);
@@ -130,6 +165,14 @@ class Core final : public ring::Owner {
   void ConsumerLoop();
   void PrefaultBusyRings();  // consumer thread
   void SignalLoop();
+  // Triggered snapshots (snapshots.cc).
+  bool PrepareTriggers(std::string* error);  // before publishing: parses and checks snapshot_on
+  void BindTriggers();                       // after enabling: the rules per event id
+  void Fire(const TriggerInfo& info);        // rate limit, hand-off (emitting thread)
+  void BeginSnapshot(const TriggerInfo& info);   // snapshot thread
+  void CopySnapshot(OpenSnapshot& s);            // snapshot thread: what the rings hold now
+  void FinishSnapshot(OpenSnapshot& s);          // snapshot thread
+  void TakePendingTriggers();                    // snapshot thread
   void StartSched();  // --sched; a refusal is reported once and the rest recorded
   bool WriteMetadata(std::string* error);
   ring::Ring* AttachUnlocked(internal::ThreadWriter& w, bool fresh);  // mu_ held
@@ -180,16 +223,39 @@ class Core final : public ring::Owner {
   // Snapshot triggers. next_trigger_ns_: CLOCK_MONOTONIC before which triggers are suppressed
   // (claimed by CAS: one snapshot per interval however many threads trigger). trigger_writer_:
   // the writer whose trigger event the snapshot thread waits to see committed.
+  // pending_: slots claimed by CAS (0 free -> 1 being written -> 2 ready, release; the snapshot
+  // thread reads a ready slot with acquire and frees it with release).
   std::atomic<std::int64_t> next_trigger_ns_{0};
-  std::atomic<internal::ThreadWriter*> trigger_writer_{nullptr};
   std::atomic<std::uint64_t> triggers_fired_{0};
   std::atomic<std::uint64_t> triggers_suppressed_{0};
+  struct PendingTrigger {
+    std::atomic<std::uint32_t> state{0};
+    std::uint64_t seq = 0;
+    TriggerInfo info;
+  };
+  PendingTrigger pending_[kMaxPendingTriggers];
+  std::atomic<std::uint64_t> trigger_seq_{0};
+  // Written by Start() before the state words that send events here (release), then constant.
+  std::vector<filter::TriggerSpec> trigger_specs_;
+  std::vector<std::vector<TriggerRule>> trigger_rules_;  // per event id
+  // Snapshot thread only.
+  std::vector<OpenSnapshot> open_snapshots_;
+  std::deque<std::string> kept_snapshots_;  // complete, oldest first
+  base::UniqueFd snapshots_dirfd_;
+  std::uint64_t snapshot_number_ = 0;
   // Field filter, per event id: the program, or nullptr when the event lacks a named field
   // (never recorded). Written by Start() only, before the state words that point readers here.
   std::vector<std::unique_ptr<filter::Program>> filters_;
   std::atomic<std::uint64_t> filtered_out_{0};
   std::atomic<std::uint64_t> unattached_events_{0};
 };
+
+// The names and type codes of an event's fields, for filter::Program::Bind.
+std::vector<std::string> FieldNames(const registry::Event& e);
+std::vector<std::string> FieldTypes(const registry::Event& e);
+
+// Wakes the snapshot thread of the flight-mode session (core.cc); async-signal-safe.
+void WakeSnapshotThread();
 
 // The clock UUID in DIR/metadata ("" if DIR holds no readable hushtrace metadata).
 std::string ClockUuidOfTrace(const std::string& dir);

@@ -130,9 +130,6 @@ char* ReserveRecorded(ThreadWriter& w, std::uint32_t id, std::uint64_t ts, std::
     // at attach time so that the stream's timestamps never go backwards.
     ts = std::max(clock::Now(core->use_tsc()), r->LastEndTimestamp());
   }
-  if ((id & internal::kTriggerIdBit) != 0) [[unlikely]] {
-    core->Trigger(w);  // the snapshot thread waits for this event's commit
-  }
   id &= internal::kIdMask;
   return ring::Reserve(*core, *r, w, id, ts, payload_size, session::t_tid, session::t_name,
                        /*own_thread=*/true, &session::t_prev_last_ts);
@@ -153,6 +150,14 @@ void CommitRecorded(ThreadWriter& w, std::uint32_t id, char* payload, char* end)
     }
   }
   Commit(w, end);
+  if ((id & kTriggerIdBit) != 0) [[unlikely]] {
+    // Acquire: as above, for the session's trigger rules (Core::BindTriggers). After the commit:
+    // a snapshot the event fires holds the event itself.
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (session::Core* core = session::Core::Active()) {
+      core->OnTriggerEvent(w, id & kIdMask, payload, static_cast<std::size_t>(end - payload));
+    }
+  }
 }
 
 }  // namespace

@@ -128,6 +128,23 @@ void StartFromEnvironment() {
     }
     options.snapshot_interval_ms = static_cast<std::uint32_t>(v);
   }
+  if (const char* after = ::secure_getenv(env::kSnapshotAfter); after != nullptr && *after != '\0') {
+    if (!hush::base::ParseDurationWithUnit(after, &options.snapshot_after_ns)) {
+      std::fprintf(stderr, "hushtrace: HUSHTRACE_SNAPSHOT_AFTER='%s' is not a duration (e.g. 5ms); "
+                   "tracing is off\n", after);
+      return;
+    }
+  }
+  if (const char* keep = ::secure_getenv(env::kSnapshotKeep); keep != nullptr && *keep != '\0') {
+    char* end = nullptr;
+    const unsigned long v = std::strtoul(keep, &end, 10);
+    if (*end != '\0' || *keep == '-' || v > 1000000ul) {
+      std::fprintf(stderr, "hushtrace: HUSHTRACE_SNAPSHOT_KEEP='%s' is not a number of snapshots; "
+                   "tracing is off\n", keep);
+      return;
+    }
+    options.snapshot_keep = static_cast<std::uint32_t>(v);
+  }
   if (const char* size = ::secure_getenv(env::kBufferSize); size != nullptr && *size != '\0') {
     if (!ParseSize(size, &options.buffer_size) || options.buffer_size < 16 * 1024) {
       std::fprintf(stderr,

@@ -155,5 +155,36 @@ TEST_F(RecordOptionsTest, SnapshotOnImpliesFlightMode) {
   EXPECT_NE(lone.err.find("--snapshot-interval needs --snapshot-on"), std::string::npos);
 }
 
+// Trigger patterns are parsed before PROGRAM runs; one PROGRAM's events cannot satisfy is refused
+// by its runtime; a duration trigger on a span writes DIR/snapshots/<time>-<n>/ naming it.
+TEST_F(RecordOptionsTest, SnapshotTriggersAreCheckedAndWriteSnapshotDirectories) {
+  const std::string trace = dir_ + "/t";
+  RunResult r = Record({"--snapshot-on", "cliprog:main_loop>10", "-o", trace, CLI_TP_NOPIE, "exit", "0"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("snapshot-on 'cliprog:main_loop>10': '10' is not a duration"), std::string::npos)
+      << r.err;
+  r = Record({"--snapshot-on", "cliprog:main_loop>1ms", "--snapshot-keep", "x", "-o", trace,
+              CLI_TP_NOPIE, "exit", "0"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("bad --snapshot-keep 'x'"), std::string::npos) << r.err;
+  EXPECT_FALSE(PathExists(trace));
+  r = Record({"--snapshot-on", "cliprog:start>1ms", "-o", trace, CLI_TP_NOPIE, "exit", "0"});
+  EXPECT_EQ(r.status, 0) << r.err;  // the program runs, untraced
+  EXPECT_NE(r.err.find("'cliprog:start' names no span"), std::string::npos) << r.err;
+  const std::string fired = dir_ + "/fired";
+  r = Record({"--snapshot-on", "cliprog:main_loop>0ns", "--snapshot-after", "1ms", "--snapshot-keep",
+              "3", "-o", fired, CLI_TP_NOPIE, "exit", "0"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(CleanStderr(r.err)) << r.err;
+  const std::vector<std::string> snapshots = ListDir(fired + "/snapshots");
+  ASSERT_EQ(snapshots.size(), 1u);
+  EXPECT_TRUE(MatchesShape(snapshots[0], "########T######.######Z-1")) << snapshots[0];
+  const std::string metadata = ReadFile(fired + "/snapshots/" + snapshots[0] + "/metadata");
+  EXPECT_NE(metadata.find("hushtrace_snapshot_trigger = \"cliprog:main_loop>0ns\";"), std::string::npos);
+  EXPECT_NE(metadata.find("hushtrace_snapshot_after_ns = 1000000;"), std::string::npos);
+  const std::vector<std::string> names = EventNames(fired + "/snapshots/" + snapshots[0]);
+  EXPECT_EQ(std::count(names.begin(), names.end(), "cliprog:main_loop"), 2);
+}
+
 }  // namespace
 }  // namespace hush::clitest

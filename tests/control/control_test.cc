@@ -171,14 +171,31 @@ TEST(ControlTest, SnapshotOnEvent) {
                      "--snapshot-on", "ctl:other", "--snapshot-interval", "3600000"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(t.Command("emit 300"), "done");  // ends with ctl:other, the trigger
-  TickSummary ticks;
-  for (int i = 0; i < 6000 && (ticks = ReadTicks(trace)).ticks < 300; ++i) ::usleep(10000);
-  EXPECT_EQ(ticks.ticks, 300u);  // written without any snapshot request
+  // Written without any snapshot request, as a trace of its own: trace/snapshots/<time>-1.
+  std::vector<std::string> snapshots;
+  for (int i = 0; i < 6000 && snapshots.empty(); ++i) {
+    for (const std::string& name : clitest::ListDir(trace + "/snapshots")) {
+      if (name[0] != '.') snapshots.push_back(trace + "/snapshots/" + name);
+    }
+    if (snapshots.empty()) ::usleep(10000);
+  }
+  ASSERT_EQ(snapshots.size(), 1u);
+  const TickSummary ticks = ReadTicks(snapshots[0]);
+  EXPECT_EQ(ticks.ticks, 300u);
   EXPECT_TRUE(ticks.consecutive);
   r = Cli({"status", pid});
   EXPECT_EQ(StatusValue(r.out, "snapshots-triggered"), "1") << r.out;
   EXPECT_EQ(Cli({"start", pid, "--snapshot-on", "x:y", "-o", dir.path() + "/u"}).status, 1);
   ASSERT_EQ(Cli({"stop", pid}).status, 0);
+  // A duration applies to spans only: refused by the process, which keeps running untraced.
+  RunResult span = Cli({"start", pid, "-e", "ctl:tick", "-o", dir.path() + "/w", "--mode", "flight",
+                        "--snapshot-on", "ctl:other>1ms"});
+  EXPECT_EQ(span.status, 1);
+  EXPECT_NE(span.err.find("'ctl:other' names no span"), std::string::npos) << span.err;
+  // A pattern that does not parse never reaches the process.
+  RunResult typo = Cli({"start", pid, "-o", dir.path() + "/x", "--snapshot-on", "ctl:other>1"});
+  EXPECT_EQ(typo.status, 2);
+  EXPECT_NE(typo.err.find("'1' is not a duration"), std::string::npos) << typo.err;
   RunResult bad = Cli({"start", pid, "-o", dir.path() + "/v", "--snapshot-on", "ctl:other"});
   EXPECT_EQ(bad.status, 1);  // stream mode
   EXPECT_NE(bad.err.find("flight"), std::string::npos) << bad.err;

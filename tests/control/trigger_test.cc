@@ -1,5 +1,5 @@
-// Snapshot triggers (SessionOptions::snapshot_on): an event writes the flight recorder, at most
-// once per interval.
+// Snapshot triggers (SessionOptions::snapshot_on): an event, a slow span or an event whose fields
+// match writes a separate snapshot trace DIR/snapshots/<UTC time>-<n>/, at most once per interval.
 #include <hushtrace/hushtrace.h>
 #include <hushtrace/reader.h>
 #include <hushtrace/session.h>
@@ -7,15 +7,21 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "cli/cli_test_util.h"
 
 HUSH_TRACEPOINT(trg, tick, (std::uint32_t, seq))
 HUSH_TRACEPOINT(trg, error, (std::int32_t, code))
+HUSH_TRACEPOINT(req, number, (std::uint32_t, n))
+HUSH_TRACEPOINT(req, background, (std::uint32_t, seq))
 
 namespace {
 
@@ -49,11 +55,25 @@ Seen Read(const std::string& dir) {
   return s;
 }
 
-// Polls the trace until it holds `errors` trg:error events (the snapshot thread writes it).
-Seen WaitForErrors(const std::string& dir, int errors) {
+// The complete snapshots of the trace in DIR, oldest first (names "<UTC time>-<n>"; one being
+// written is ".<name>.partial").
+std::vector<std::string> Snapshots(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const std::string& name : hush::clitest::ListDir(dir + "/snapshots")) {
+    if (!name.empty() && name[0] != '.') names.push_back(name);
+  }
+  const auto number = [](const std::string& name) { return std::atol(name.c_str() + name.rfind('-') + 1); };
+  std::sort(names.begin(), names.end(), [&](const std::string& a, const std::string& b) { return number(a) < number(b); });
+  std::vector<std::string> paths;
+  for (const std::string& name : names) paths.push_back(dir + "/snapshots/" + name);
+  return paths;
+}
+
+// Polls until DIR holds `count` complete snapshots (the snapshot thread writes them).
+std::vector<std::string> WaitForSnapshots(const std::string& dir, std::size_t count) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  Seen s;
-  while ((s = Read(dir)).errors < errors && std::chrono::steady_clock::now() < deadline) {
+  std::vector<std::string> s;
+  while ((s = Snapshots(dir)).size() < count && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return s;
@@ -78,7 +98,9 @@ TEST(TriggerTest, EventWritesTheFlightRecorderOncePerInterval) {
   ASSERT_TRUE(session) << error;
   for (std::uint32_t i = 0; i < 20000; ++i) HUSH_TRACE(trg, tick, i);
   HUSH_TRACE(trg, error, 7);
-  const Seen s = WaitForErrors(dir, 1);
+  const std::vector<std::string> snapshots = WaitForSnapshots(dir, 1);
+  ASSERT_EQ(snapshots.size(), 1u);
+  const Seen s = Read(snapshots[0]);
   EXPECT_EQ(s.errors, 1);
   EXPECT_TRUE(s.error_last);
   EXPECT_GT(s.ticks, 0u);
@@ -92,6 +114,7 @@ TEST(TriggerTest, EventWritesTheFlightRecorderOncePerInterval) {
   EXPECT_EQ(st.triggers_suppressed, 1u);
   session->Stop();
   EXPECT_EQ(Read(dir).errors, 2);  // the final write has the suppressed one too
+  EXPECT_EQ(Snapshots(dir).size(), 1u);
   hush::clitest::RemoveTree(root);
 }
 
@@ -103,10 +126,14 @@ TEST(TriggerTest, ZeroIntervalFiresEveryTime) {
   ASSERT_TRUE(session) << error;
   HUSH_TRACE(trg, tick, 0u);
   HUSH_TRACE(trg, error, 1);
-  EXPECT_EQ(WaitForErrors(dir, 1).errors, 1);
+  ASSERT_EQ(WaitForSnapshots(dir, 1).size(), 1u);
   HUSH_TRACE(trg, tick, 1u);
   HUSH_TRACE(trg, error, 2);
-  const Seen s = WaitForErrors(dir, 2);
+  const std::vector<std::string> snapshots = WaitForSnapshots(dir, 2);
+  ASSERT_EQ(snapshots.size(), 2u);
+  EXPECT_EQ(Read(snapshots[0]).errors, 1);
+  EXPECT_EQ(Read(snapshots[0]).ticks, 1u);
+  const Seen s = Read(snapshots[1]);  // a snapshot copies the rings, it does not empty them
   EXPECT_EQ(s.errors, 2);
   EXPECT_EQ(s.ticks, 2u);
   EXPECT_EQ(session->Stats().snapshots_triggered, 2u);
@@ -121,6 +148,268 @@ TEST(TriggerTest, StreamModeIsRefused) {
   std::string error;
   EXPECT_FALSE(hush::Session::Start(o, &error));
   EXPECT_NE(error.find("flight"), std::string::npos) << error;
+  hush::clitest::RemoveTree(root);
+}
+
+// A request loop with rare slow requests among many fast ones, a background thread ticking, and
+// small rings (64k): what a duration trigger is for.
+// 4,000 requests between two slow ones are ~70 KiB of events: more than the ring holds, so that
+// each snapshot can hold one slow request only. A fast request takes 20 us: the ring keeps the
+// slow one for ~70 ms after its end, longer than the 30 ms after the trigger a snapshot waits. (Already small enough
+// for the sanitizer builds.)
+constexpr std::uint32_t kRequests = 16000;
+constexpr std::uint32_t kSlowRequests = 4;
+constexpr std::uint32_t kSlowEvery = kRequests / kSlowRequests;
+// The threshold is far above the fast spans (~1 us, more under sanitizers): a fast span that a
+// loaded machine preempts for 200 ms would rightly fire, and the counts below would not hold.
+constexpr auto kSlow = std::chrono::milliseconds(250);  // the trigger's threshold is 200 ms
+constexpr std::int64_t kThresholdNs = 200000000;
+
+bool IsSlow(std::uint32_t n) { return n % kSlowEvery == kSlowEvery / 2; }
+
+// A fast request's span holds one event; the 20 us of work between requests is outside it, so
+// that a preempted test thread hardly ever makes a fast span slow.
+void Request(std::uint32_t n) {
+  {
+    HUSH_SPAN(req, handle);
+    HUSH_TRACE(req, number, n);
+    if (IsSlow(n)) std::this_thread::sleep_for(kSlow);
+  }
+  const auto end = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
+  while (std::chrono::steady_clock::now() < end) {
+  }
+}
+
+hush::SessionOptions RequestOptions(const std::string& dir) {
+  hush::SessionOptions o;
+  o.events = {"req:*"};
+  o.snapshot_on = {"req:handle>200ms"};
+  o.snapshot_interval_ms = 0;
+  o.snapshot_after_ns = 30000000;  // 30 ms: the background thread's tick after the slow span
+  o.snapshot_keep = 0;
+  o.mode = hush::Mode::kFlight;
+  o.buffer_size = 64 * 1024;
+  o.output_dir = dir;
+  return o;
+}
+
+// Runs the loop in a started session, then stops it (which completes the open snapshots). The
+// background thread ticks every 200 us, and once right after each slow request (the loop waits
+// for that tick): another thread's events before and after every slow one.
+hush::SessionStats RunRequests(std::unique_ptr<hush::Session> session) {
+  std::atomic<bool> done{false};
+  // A tick that read `requested` >= r was emitted after the loop asked for tick r.
+  std::atomic<std::uint32_t> requested{0}, ticked{0};
+  std::thread background([&] {
+    for (std::uint32_t seq = 0; !done.load(std::memory_order_relaxed); ++seq) {
+      const std::uint32_t want = requested.load(std::memory_order_acquire);
+      HUSH_TRACE(req, background, seq);
+      ticked.store(want, std::memory_order_release);
+      for (int i = 0; i < 20 && requested.load(std::memory_order_acquire) == want; ++i) {
+        std::this_thread::sleep_for(std::chrono::microseconds(10));
+      }
+    }
+  });
+  for (std::uint32_t n = 0; n < kRequests; ++n) {
+    Request(n);
+    if (IsSlow(n)) {
+      const std::uint32_t r = requested.fetch_add(1, std::memory_order_acq_rel) + 1;
+      while (ticked.load(std::memory_order_acquire) < r) std::this_thread::yield();
+    }
+  }
+  done.store(true, std::memory_order_relaxed);
+  background.join();
+  session->Stop();
+  return session->Stats();
+}
+
+struct SnapshotView {
+  int slow_spans = 0;         // spans of req:handle lasting 200 ms or more, with begin and end
+  std::uint32_t slow_n = 0;   // the number of the (last) one
+  bool background_before = false, background_after = false;  // another thread around it
+  std::string trigger, event;
+  std::int64_t duration_ns = -1, threshold_ns = -1;
+};
+
+SnapshotView ReadSnapshot(const std::string& dir) {
+  SnapshotView v;
+  std::string error;
+  auto trace = hush::reader::Trace::Open(dir, &error);
+  EXPECT_TRUE(trace) << dir << ": " << error;
+  if (!trace) return v;
+  const hush::reader::Metadata& md = trace->metadata();
+  v.trigger = std::string(md.Env("hushtrace_snapshot_trigger"));
+  v.event = std::string(md.Env("hushtrace_snapshot_event"));
+  v.duration_ns = std::atoll(std::string(md.Env("hushtrace_snapshot_duration_ns")).c_str());
+  v.threshold_ns = std::atoll(std::string(md.Env("hushtrace_snapshot_threshold_ns")).c_str());
+  std::int64_t begin_ns = 0, slow_begin = 0, slow_end = 0;
+  std::uint32_t n = 0, request_tid = 0;
+  std::vector<std::int64_t> background;
+  hush::reader::EventIterator it(*trace);
+  while (it.Next()) {
+    const hush::reader::Event& e = it.event();
+    const std::int64_t ns = trace->ToEpochNs(e.timestamp());
+    if (e.name() == "req:background") {
+      background.push_back(ns);
+    } else if (e.name() == "req:number") {
+      n = static_cast<std::uint32_t>(e.GetUint64("n").value_or(0));
+    } else if (e.name() == "req:handle" && e.GetInt64("phase") == 0) {
+      begin_ns = ns;
+      n = ~0u;
+      request_tid = e.tid();
+    } else if (e.name() == "req:handle" && begin_ns != 0 && e.tid() == request_tid) {
+      if (ns - begin_ns >= kThresholdNs && n != ~0u) {
+        ++v.slow_spans;
+        v.slow_n = n;
+        slow_begin = begin_ns;
+        slow_end = ns;
+      }
+      begin_ns = 0;
+    }
+  }
+  for (std::int64_t ns : background) {
+    v.background_before = v.background_before || (slow_begin != 0 && ns < slow_begin);
+    v.background_after = v.background_after || (slow_end != 0 && ns > slow_end);
+  }
+  return v;
+}
+
+TEST(TriggerTest, EverySlowSpanGetsASnapshotOfItsOwnAndNoFastOneDoes) {
+  const std::string root = hush::clitest::MakeTempDir();
+  const std::string dir = root + "/t";
+  std::string error;
+  auto session = hush::Session::Start(RequestOptions(dir), &error);
+  ASSERT_TRUE(session) << error;
+  const hush::SessionStats stats = RunRequests(std::move(session));
+  EXPECT_EQ(stats.snapshots_triggered, kSlowRequests);
+  EXPECT_EQ(stats.triggers_suppressed, 0u);
+  const std::vector<std::string> snapshots = Snapshots(dir);
+  ASSERT_EQ(snapshots.size(), kSlowRequests);
+  for (std::uint32_t i = 0; i < kSlowRequests; ++i) {
+    SCOPED_TRACE(snapshots[i]);
+    const SnapshotView v = ReadSnapshot(snapshots[i]);
+    EXPECT_EQ(v.slow_spans, 1);  // its own slow request, begin and end, and no other
+    EXPECT_EQ(v.slow_n, i * kSlowEvery + kSlowEvery / 2);
+    EXPECT_TRUE(v.background_before);
+    EXPECT_TRUE(v.background_after);  // snapshot_after_ns: the other thread after it
+    EXPECT_EQ(v.trigger, "req:handle>200ms");
+    EXPECT_EQ(v.event, "req:handle");
+    EXPECT_GE(v.duration_ns, kThresholdNs);
+    EXPECT_EQ(v.threshold_ns, kThresholdNs);
+  }
+  // The flight recorder's own trace is written at stop as without snapshots.
+  EXPECT_TRUE(hush::reader::Trace::Open(dir, &error)) << error;
+  hush::clitest::RemoveTree(root);
+}
+
+TEST(TriggerTest, KeepBoundRemovesTheOldestSnapshots) {
+  const std::string root = hush::clitest::MakeTempDir();
+  const std::string dir = root + "/t";
+  hush::SessionOptions o = RequestOptions(dir);
+  o.snapshot_keep = 2;
+  std::string error;
+  auto session = hush::Session::Start(o, &error);
+  ASSERT_TRUE(session) << error;
+  EXPECT_EQ(RunRequests(std::move(session)).snapshots_triggered, kSlowRequests);
+  const std::vector<std::string> snapshots = Snapshots(dir);
+  ASSERT_EQ(snapshots.size(), 2u);
+  EXPECT_EQ(ReadSnapshot(snapshots[0]).slow_n, 2 * kSlowEvery + kSlowEvery / 2);
+  EXPECT_EQ(ReadSnapshot(snapshots[1]).slow_n, 3 * kSlowEvery + kSlowEvery / 2);
+  hush::clitest::RemoveTree(root);
+}
+
+TEST(TriggerTest, IntervalSuppressesTriggersAfterTheFirst) {
+  const std::string root = hush::clitest::MakeTempDir();
+  const std::string dir = root + "/t";
+  hush::SessionOptions o = RequestOptions(dir);
+  o.snapshot_interval_ms = 3600 * 1000;
+  std::string error;
+  auto session = hush::Session::Start(o, &error);
+  ASSERT_TRUE(session) << error;
+  const hush::SessionStats stats = RunRequests(std::move(session));
+  EXPECT_EQ(stats.snapshots_triggered, 1u);
+  EXPECT_EQ(stats.triggers_suppressed, kSlowRequests - 1);
+  const std::vector<std::string> snapshots = Snapshots(dir);
+  ASSERT_EQ(snapshots.size(), 1u);
+  EXPECT_EQ(ReadSnapshot(snapshots[0]).slow_n, kSlowEvery / 2);
+  hush::clitest::RemoveTree(root);
+}
+
+TEST(TriggerTest, FieldConditionFiresOnMatchingEventsOnly) {
+  const std::string root = hush::clitest::MakeTempDir();
+  const std::string dir = root + "/t";
+  hush::SessionOptions o = FlightOptions(dir, 0);
+  o.snapshot_on = {"trg:error[code >= 100]"};
+  std::string error;
+  auto session = hush::Session::Start(o, &error);
+  ASSERT_TRUE(session) << error;
+  HUSH_TRACE(trg, error, 7);
+  HUSH_TRACE(trg, error, 100);
+  HUSH_TRACE(trg, error, 8);
+  HUSH_TRACE(trg, error, 250);
+  session->Stop();
+  EXPECT_EQ(session->Stats().snapshots_triggered, 2u);
+  const std::vector<std::string> snapshots = Snapshots(dir);
+  ASSERT_EQ(snapshots.size(), 2u);
+  // 7, then 100 which fired (and perhaps the next ones: the copy follows the trigger).
+  EXPECT_GE(Read(snapshots[0]).errors, 2);
+  EXPECT_EQ(Read(snapshots[1]).errors, 4);
+  hush::clitest::RemoveTree(root);
+}
+
+// A pattern that does not parse, or that no event of the program can satisfy, is refused before
+// anything is created.
+TEST(TriggerTest, BadPatternsAreRefusedAtStart) {
+  const std::string root = hush::clitest::MakeTempDir();
+  const struct {
+    const char* pattern;
+    const char* message;
+  } kCases[] = {
+      {"req:handle>10", "'10' is not a duration"},
+      {"req:handle>", "is not a duration"},
+      {">10ms", "no event pattern"},
+      {"trg:error[code >=]", "bad field condition, column"},
+      {"trg:error[code > 1", "no closing ']'"},
+      {"req:number>10ms", "'req:number' names no span"},
+      {"nosuch:event>10ms", "no event of the program matches 'nosuch:event'"},
+      {"trg:error[bytes > 1]", "the condition applies to no matching event"},
+  };
+  for (const auto& c : kCases) {
+    hush::SessionOptions o = FlightOptions(root + "/t", 0);
+    o.snapshot_on = {c.pattern};
+    std::string error;
+    EXPECT_FALSE(hush::Session::Start(o, &error)) << c.pattern;
+    EXPECT_NE(error.find(c.message), std::string::npos) << c.pattern << ": " << error;
+    EXPECT_FALSE(hush::clitest::PathExists(root + "/t")) << c.pattern;
+  }
+  hush::clitest::RemoveTree(root);
+}
+
+// babeltrace2 and the hushtrace readers read a snapshot; report says what triggered it.
+TEST(TriggerTest, ReadersReadASnapshot) {
+  const std::string root = hush::clitest::MakeTempDir();
+  const std::string dir = root + "/t";
+  hush::SessionOptions o = RequestOptions(dir);
+  std::string error;
+  auto session = hush::Session::Start(o, &error);
+  ASSERT_TRUE(session) << error;
+  RunRequests(std::move(session));
+  const std::vector<std::string> snapshots = Snapshots(dir);
+  ASSERT_FALSE(snapshots.empty());
+  const hush::clitest::RunResult r =
+      hush::clitest::RunCommand({HUSH_BABELTRACE2, snapshots[0]}, {.timeout_seconds = 120});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("req:handle"), std::string::npos);
+  EXPECT_NE(r.out.find("req:background"), std::string::npos);
+  EXPECT_EQ(r.err, "");
+  const hush::clitest::RunResult report = hush::clitest::RunCommand({HUSHTRACE_CLI, "report", snapshots[0]});
+  EXPECT_EQ(report.status, 0) << report.err;
+  EXPECT_NE(report.out.find("trigger    req:handle>200ms: req:handle lasted "), std::string::npos)
+      << report.out;
+  EXPECT_NE(report.out.find("(threshold 200.00 ms), thread "), std::string::npos) << report.out;
+  const hush::clitest::RunResult dump = hush::clitest::RunCommand({HUSHTRACE_CLI, "dump", snapshots[0]});
+  EXPECT_EQ(dump.status, 0) << dump.err;
+  EXPECT_NE(dump.out.find("req:handle"), std::string::npos);
   hush::clitest::RemoveTree(root);
 }
 

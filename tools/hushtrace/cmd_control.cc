@@ -21,7 +21,9 @@
 #include "commands.h"
 #include "control_client.h"
 #include "json_writer.h"
+#include "base/parse.h"
 #include "filter/pattern_limits.h"
+#include "filter/trigger_spec.h"
 #include "inject.h"
 
 namespace hush::cli {
@@ -33,6 +35,7 @@ constexpr char kExitStatus[] =
 // The grammar of the live-control commands: one line per option.
 struct ControlArgs {
   std::string pid, output, mode, buffer_size, filter, snapshot_interval, format;
+  std::string snapshot_after, snapshot_keep;
   std::vector<std::string> events, snapshot_on;
 };
 
@@ -62,7 +65,9 @@ void DefineStart(CLI::App& app, ControlArgs& a) {
   app.add_option("--mode", a.mode, "default stream")->type_name("stream|flight");
   app.add_option("--buffer-size", a.buffer_size, "ring buffer per thread, 16k to 256M (256k, 4M...). Default: 1M")->type_name("SIZE");
   app.add_option("--filter", a.filter, "record only events whose fields satisfy EXPR, e.g.\n'bytes > 1000 && fd != 3' (==, !=, <, <=, >, >=, &&, ||, !, ())")->type_name("EXPR");
-  AddList(app, "--snapshot-on", a.snapshot_on, "flight mode: write a snapshot when an event matching PATTERN\nis emitted (the event is recorded); repeat for several")->type_name("PATTERN");
+  AddList(app, "--snapshot-on", a.snapshot_on, "flight mode: write a snapshot to DIR/snapshots/ when an event\nmatching PATTERN is emitted; 'app:req>50ms': when a span lasts\nlonger; 'net:recv[bytes > 1000]': when its fields match")->type_name("PATTERN");
+  app.add_option("--snapshot-after", a.snapshot_after, "a triggered snapshot also holds DURATION after the trigger")->type_name("DURATION");
+  app.add_option("--snapshot-keep", a.snapshot_keep, "keep the newest N snapshots in DIR/snapshots (0: all). Default: 16")->type_name("N");
   app.add_option("--snapshot-interval", a.snapshot_interval, "at most one triggered snapshot per MS milliseconds. Default: 1000")->type_name("MS");
 }
 
@@ -252,7 +257,24 @@ int RunStart(int argc, char** argv) {
   }
   for (const std::string& v : args.snapshot_on) {
     if (v.empty()) return Bad("start", "--snapshot-on needs a pattern");
-    fields.emplace_back("snapshot-on", v);
+    std::vector<filter::TriggerSpec> specs;  // refused here, before the process is touched
+    std::string error;
+    if (!filter::ParseTriggers(hush::base::SplitList(v), &specs, &error)) return Bad("start", error);
+    for (const filter::TriggerSpec& spec : specs) fields.emplace_back("snapshot-on", spec.text);
+  }
+  if (app.count("--snapshot-after")) {
+    std::uint64_t ns = 0;
+    if (!hush::base::ParseDurationWithUnit(args.snapshot_after, &ns)) {
+      return Bad("start", "--snapshot-after needs a duration (e.g. 5ms)");
+    }
+    fields.emplace_back("snapshot-after-ns", std::to_string(ns));
+  }
+  if (app.count("--snapshot-keep")) {
+    const std::string& v = args.snapshot_keep;
+    if (v.empty() || v.size() > 6 || v.find_first_not_of("0123456789") != std::string::npos) {
+      return Bad("start", "--snapshot-keep needs a number of snapshots");
+    }
+    fields.emplace_back("snapshot-keep", v);
   }
   std::vector<std::string> events;
   for (const auto& [key, value] : fields) {

@@ -24,6 +24,7 @@
 #include "cli_app.h"
 #include "commands.h"
 #include "filter/pattern_limits.h"
+#include "filter/trigger_spec.h"
 #include "hushtrace/reader.h"
 #include "open_trace.h"
 #include "record_functions.h"
@@ -195,6 +196,7 @@ struct Options {
   bool has_filter = false;
   std::vector<std::string> snapshot_on;  // HUSHTRACE_SNAPSHOT_ON
   std::string snapshot_interval_ms;      // HUSHTRACE_SNAPSHOT_INTERVAL_MS
+  std::string snapshot_after, snapshot_keep;  // HUSHTRACE_SNAPSHOT_AFTER, _KEEP
   bool mode_given = false;
   std::vector<std::string> program;  // PROGRAM and its arguments
 };
@@ -203,6 +205,7 @@ struct Options {
 struct Args {
   std::vector<std::string> events, functions, snapshot_on;
   std::string filter, output, mode, buffer_size, depth, min_duration, snapshot_interval;
+  std::string snapshot_after, snapshot_keep;
   bool sched = false, no_follow = false;
 };
 
@@ -216,7 +219,9 @@ void Define(CLI::App& app, Args& a) {
   app.add_option("--mode", a.mode, "stream (default): packets are written to disk while PROGRAM runs;\nflight: each thread's ring keeps only its latest events, written\nwhen PROGRAM exits or receives SIGUSR2")->type_name("stream|flight");
   app.add_option("--buffer-size", a.buffer_size, "ring buffer per thread: bytes or with a k, M or G suffix (256k, 4M),\nfrom 16k to 256M. Default: 1M")->type_name("SIZE");
   app.add_option("--filter", a.filter, "record only events whose fields satisfy EXPR, e.g.\n'bytes > 1000 && fd != 3' (==, !=, <, <=, >, >=, &&, ||, !, ()).\nChecked here: an expression that does not parse is refused")->type_name("EXPR");
-  AddList(app, "--snapshot-on", a.snapshot_on, "write a flight-recorder snapshot when an event matching\nPATTERN is emitted (the event is recorded); repeat or separate\nwith commas. Implies --mode flight")->type_name("PATTERN");
+  AddList(app, "--snapshot-on", a.snapshot_on, "write a separate snapshot trace to DIR/snapshots/ when an\nevent matching PATTERN is emitted (the event is recorded);\n'app:req>50ms': when a span of app:req lasts longer than 50 ms;\n'net:recv[bytes > 1000]': when the event's fields match. Repeat\nor separate with commas. Implies --mode flight")->type_name("PATTERN");
+  app.add_option("--snapshot-after", a.snapshot_after, "a snapshot also holds DURATION after its trigger (5ms)")->type_name("DURATION");
+  app.add_option("--snapshot-keep", a.snapshot_keep, "keep the newest N snapshots (0: all). Default: 16")->type_name("N");
   app.add_option("--snapshot-interval", a.snapshot_interval, "at most one triggered snapshot per MS milliseconds. Default: 1000")->type_name("MS");
   app.add_flag("--sched", a.sched, "also record PROGRAM's scheduler events (sched:switch_in/out,\nthread_start/exit/name) from perf_event_open; if the kernel\nrefuses, PROGRAM says so once and the rest is recorded");
   app.add_flag("--no-follow", a.no_follow, "children of PROGRAM do not trace. Default: a forked child writes\nits own streams into the trace, and an exec'd program linked with\nthe runtime records into DIR/proc-PID (docs/format.md)");
@@ -248,6 +253,25 @@ int ParseOptions(const CLI::App& app, const Args& a, Options* o) {
     if (!AppendPatterns(value, &o->snapshot_on)) {
       return BadArguments("empty --snapshot-on pattern '" + value + "'");
     }
+  }
+  if (!o->snapshot_on.empty()) {
+    std::vector<filter::TriggerSpec> specs;  // refused here, before PROGRAM runs
+    std::string error;
+    if (!filter::ParseTriggers(o->snapshot_on, &specs, &error)) return BadArguments(error);
+  }
+  if (app.count("--snapshot-after")) {
+    std::uint64_t ns = 0;
+    if (!hush::base::ParseDurationWithUnit(a.snapshot_after, &ns)) {
+      return BadArguments("bad --snapshot-after '" + a.snapshot_after + "': use a duration, e.g. 5ms");
+    }
+    o->snapshot_after = a.snapshot_after;
+  }
+  if (app.count("--snapshot-keep")) {
+    const std::string& value = a.snapshot_keep;
+    if (value.empty() || value.size() > 6 || value.find_first_not_of("0123456789") != std::string::npos) {
+      return BadArguments("bad --snapshot-keep '" + value + "': use a number of snapshots");
+    }
+    o->snapshot_keep = value;
   }
   if (app.count("--snapshot-interval")) {
     const std::string& value = a.snapshot_interval;
@@ -305,6 +329,8 @@ int ParseOptions(const CLI::App& app, const Args& a, Options* o) {
     o->mode = "flight";
   } else if (!o->snapshot_interval_ms.empty()) {
     return BadArguments("--snapshot-interval needs --snapshot-on");
+  } else if (!o->snapshot_after.empty() || !o->snapshot_keep.empty()) {
+    return BadArguments("--snapshot-after and --snapshot-keep need --snapshot-on");
   }
   if (o->patterns.empty()) o->patterns.emplace_back(o->functions.empty() ? "*" : "func:*");
   std::string limit_error;
@@ -468,7 +494,9 @@ int RunRecord(int argc, char** argv) {
       !SetOptionalEnvironment(hush::base::env::kFilter, opts.has_filter, opts.filter) ||
       !SetOptionalEnvironment(hush::base::env::kSnapshotOn, !opts.snapshot_on.empty(), Join(opts.snapshot_on)) ||
       !SetOptionalEnvironment(hush::base::env::kSnapshotIntervalMs, !opts.snapshot_interval_ms.empty(),
-                              opts.snapshot_interval_ms)) {
+                              opts.snapshot_interval_ms) ||
+      !SetOptionalEnvironment(hush::base::env::kSnapshotAfter, !opts.snapshot_after.empty(), opts.snapshot_after) ||
+      !SetOptionalEnvironment(hush::base::env::kSnapshotKeep, !opts.snapshot_keep.empty(), opts.snapshot_keep)) {
     std::fprintf(stderr, "hushtrace record: cannot set the environment: %s\n",
                  std::strerror(errno));
     remove_if_unused();

@@ -113,6 +113,32 @@ std::string Value(double v) { return Format("%.6g", v); }
 // Trace::ToEpochNs clamps to the int64 range: a time at either end comes from a clock offset in
 // the metadata that no real clock has, and is said so rather than shown as a date in 1677.
 // Times before 1970 round down (floor), so the milliseconds are never negative.
+std::string WallClock(std::int64_t ns);
+
+// What fired a triggered snapshot (docs/format.md, "Snapshots"): "app:req>10ms: app:req lasted
+// 20.1 ms (threshold 10 ms), thread 1234, ended 12:00:01.234567"; "" for other traces.
+std::string SnapshotTrigger(const reader::Trace& trace) {
+  const reader::Metadata& md = trace.metadata();
+  const std::string_view pattern = md.Env("hushtrace_snapshot_trigger");
+  if (pattern.empty()) return "";
+  const auto number = [&md](std::string_view key) {
+    const std::string_view v = md.Env(key);
+    return v.empty() ? std::int64_t{-1} : std::strtoll(std::string(v).c_str(), nullptr, 10);
+  };
+  std::string out = std::string(pattern) + ": " + std::string(md.Env("hushtrace_snapshot_event"));
+  if (const std::int64_t d = number("hushtrace_snapshot_duration_ns"); d >= 0) {
+    out += " lasted " + Duration(d) + " (threshold " + Duration(number("hushtrace_snapshot_threshold_ns")) + ")";
+  }
+  if (const std::int64_t tid = number("hushtrace_snapshot_tid"); tid > 0) out += ", thread " + std::to_string(tid);
+  if (const std::int64_t ts = number("hushtrace_snapshot_timestamp"); ts >= 0) {
+    out += ", at " + WallClock(trace.ToEpochNs(static_cast<std::uint64_t>(ts)));
+  }
+  if (const std::int64_t after = number("hushtrace_snapshot_after_ns"); after > 0) {
+    out += "; kept " + Duration(after) + " after it";
+  }
+  return out;
+}
+
 std::string WallClock(std::int64_t ns) {
   if (ns == std::numeric_limits<std::int64_t>::min() ||
       ns == std::numeric_limits<std::int64_t>::max()) {
@@ -275,6 +301,9 @@ int RunReport(int argc, char** argv) {
     j.Key("name").String(trace->procname()).Key("pid").Uint(trace->pid());
     j.Key("hostname").String(trace->hostname()).EndObject();
     j.Key("mode").String(md.Env("hushtrace_mode"));
+    if (const std::string trigger = SnapshotTrigger(*trace); !trigger.empty()) {
+      j.Key("snapshot_trigger").String(trigger);
+    }
     j.Key("clock").BeginObject().Key("source").String(md.Env("hushtrace_clock_source"));
     j.Key("freq_hz").Uint(md.clock.freq).EndObject();
     if (total > 0)
@@ -396,6 +425,9 @@ int RunReport(int argc, char** argv) {
                 WallClock(trace->ToEpochNs(first_ts)).c_str(),
                 WallClock(trace->ToEpochNs(last_ts)).c_str(), Duration(duration).c_str(),
                 static_cast<unsigned long long>(overwritten));
+  }
+  if (const std::string trigger = SnapshotTrigger(*trace); !trigger.empty()) {
+    std::printf("  trigger    %s\n", trigger.c_str());
   }
   for (const std::string& w : warnings) std::printf("WARNING: %s\n", w.c_str());
 

@@ -45,7 +45,8 @@ struct Descriptor {
   // its own release store before any state word is set (docs/architecture.md, invariant 6).
   // An event that triggers a snapshot (SessionOptions::snapshot_on) has kTriggerIdBit set in its
   // id: such an id never fits the compact header, so the event always takes ReserveSlow, which
-  // clears the bit and fires the trigger. The fast path of other events does not change.
+  // clears the bit, and CommitSlow, which checks the trigger's rule (a span's duration, a field
+  // condition) once the event is committed. The fast path of other events does not change.
   std::atomic<std::uint32_t> state;
   std::uint32_t reserved;
   // Points to the HTP1 metadata record of this site; constant.
@@ -64,7 +65,7 @@ inline constexpr std::uint32_t kFilterIdBit = 0x40000000u;
 inline constexpr std::uint32_t kProbeIdBit = 0x20000000u;
 inline constexpr std::uint32_t kIdMask = ~(kTriggerIdBit | kFilterIdBit | kProbeIdBit);
 // Ids whose events must be committed by CommitSlow rather than Commit.
-inline constexpr std::uint32_t kCommitSlowBits = kFilterIdBit | kProbeIdBit;
+inline constexpr std::uint32_t kCommitSlowBits = kFilterIdBit | kProbeIdBit | kTriggerIdBit;
 inline constexpr std::uint32_t kNoteType = 0x48555348;      // "HSUH" read as little-endian bytes
 inline constexpr std::uint32_t kJumpNoteType = 0x4A555348;  // "HSUJ": bounds of hush_jump
 

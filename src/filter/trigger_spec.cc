@@ -1,0 +1,65 @@
+// See trigger_spec.h.
+#include "filter/trigger_spec.h"
+
+#include "base/parse.h"
+#include "filter/filter.h"
+
+namespace hush::filter {
+namespace {
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+bool ParseTrigger(std::string_view text, TriggerSpec* out, std::string* error) {
+  TriggerSpec spec;
+  spec.text = std::string(text);
+  const auto fail = [&](const std::string& why) {
+    *error = "snapshot-on '" + spec.text + "': " + why;
+    return false;
+  };
+  const std::size_t cut = text.find_first_of(">[");
+  spec.glob = std::string(Trim(text.substr(0, cut)));
+  if (spec.glob.empty()) return fail("no event pattern before '>' or '['");
+  if (cut == std::string_view::npos) {
+    *out = std::move(spec);
+    return true;
+  }
+  std::string_view rest = Trim(text.substr(cut + 1));
+  if (text[cut] == '>') {
+    spec.kind = TriggerSpec::Kind::kDuration;
+    if (!base::ParseDurationWithUnit(rest, &spec.threshold_ns)) {
+      return fail("'" + std::string(rest) +
+                  "' is not a duration (a number and a unit: ns, us, ms or s, e.g. 50ms)");
+    }
+  } else {
+    spec.kind = TriggerSpec::Kind::kField;
+    if (rest.empty() || rest.back() != ']') return fail("the field condition has no closing ']'");
+    rest.remove_suffix(1);
+    spec.condition = std::string(Trim(rest));
+    std::string parse_error;
+    if (Parse(spec.condition, &parse_error) == nullptr) {
+      return fail("bad field condition, " + parse_error + "\n" +
+                  Caret(spec.condition, std::stoul(parse_error.substr(7))));
+    }
+  }
+  *out = std::move(spec);
+  return true;
+}
+
+bool ParseTriggers(const std::vector<std::string>& patterns, std::vector<TriggerSpec>* out,
+                   std::string* error) {
+  out->clear();
+  for (const std::string& p : patterns) {
+    TriggerSpec spec;
+    if (!ParseTrigger(p, &spec, error)) return false;
+    out->push_back(std::move(spec));
+  }
+  return true;
+}
+
+}  // namespace hush::filter

@@ -1,0 +1,41 @@
+// Snapshot trigger patterns (SessionOptions::snapshot_on, `--snapshot-on`, HUSHTRACE_SNAPSHOT_ON,
+// the control socket's snapshot-on): one syntax, parsed by the CLI before the program runs and by
+// the runtime when a session starts.
+//
+//   pattern   := glob                      any event matching glob fires
+//              | glob '>' duration         a span matching glob fires when it ends after lasting
+//                                          longer than duration (number + ns|us|ms|s: 50ms, 1.5us)
+//              | glob '[' filter ']'       an event matching glob fires when the field filter
+//                                          (filter.h) holds on its payload: net:recv[bytes > 1000]
+//   glob      := fnmatch pattern over "provider:name", without '>' or '['
+//
+// Blanks around the parts are ignored. The glob's meaning (which events, whether they are spans,
+// whether they have the filter's fields) is checked by the session against the program's events.
+#ifndef HUSHTRACE_SRC_FILTER_TRIGGER_SPEC_H_
+#define HUSHTRACE_SRC_FILTER_TRIGGER_SPEC_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hush::filter {
+
+struct TriggerSpec {
+  enum class Kind : std::uint8_t { kEvent, kDuration, kField };
+  std::string text;  // the pattern as given
+  std::string glob;
+  Kind kind = Kind::kEvent;
+  std::uint64_t threshold_ns = 0;  // kDuration
+  std::string condition;           // kField: the filter expression
+};
+
+// False and *error ("snapshot-on 'TEXT': what is wrong") when `text` does not parse.
+bool ParseTrigger(std::string_view text, TriggerSpec* out, std::string* error);
+// Every pattern of `patterns`, in order; false at the first that does not parse.
+bool ParseTriggers(const std::vector<std::string>& patterns, std::vector<TriggerSpec>* out,
+                   std::string* error);
+
+}  // namespace hush::filter
+
+#endif  // HUSHTRACE_SRC_FILTER_TRIGGER_SPEC_H_
