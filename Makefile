@@ -11,7 +11,7 @@ DEMO_DIR   ?= $(BUILD)/demo-trace
 # Sanitizer builds skip tests labelled `slow`.
 SAN_CTEST_ARGS ?= -LE slow
 # libFuzzer: seconds per target in `make test` (smoke) and in `make fuzz`.
-FUZZ_SMOKE_SECONDS ?= 30
+FUZZ_SMOKE_SECONDS ?= 15
 FUZZ_SECONDS ?= 600
 FUZZ_CORPUS ?= fuzz/corpus
 # `make soak`: seconds of tests/soak in the ASan+UBSan and in the TSan build (ctest runs 30 s).

@@ -55,7 +55,7 @@ class PerfOnly {
     }
     drainer_ = std::thread([this] {
       std::vector<pollfd> fds;
-      for (int fd : rings_.fds()) fds.push_back({fd, POLLIN, 0});
+      for (const hush::base::UniqueFd& fd : rings_.fds()) fds.push_back({fd.get(), POLLIN, 0});
       while (!quit_.load()) {
         ::poll(fds.data(), fds.size(), 50);
         rings_.SnapshotHeads();
