@@ -46,6 +46,9 @@ TEST(CliGrammar, EveryCommandHasHelpAndOneErrorFormat) {
   ASSERT_EQ(commands.size(), 13u);
   for (const std::string& c : commands) {
     SCOPED_TRACE(c);
+    // A command left out of this build (ship and the SQL export in the aarch64 cross build, which
+    // has no libcurl or libsqlite3) says so and has no grammar to check.
+    if (Contains(Cli({c, "-h"}).err, "not built into this hushtrace")) continue;
     for (const char* help : {"-h", "--help"}) {
       const RunResult h = Cli({c, help});
       EXPECT_EQ(h.status, 0) << h.err;
@@ -79,6 +82,7 @@ TEST(CliGrammar, MissingValues) {
   };
   for (const auto& [args, message] : cases) {
     const RunResult r = Cli(args);
+    if (Contains(r.err, "not built into this hushtrace")) continue;  // see above
     EXPECT_EQ(r.status, 2) << testing::PrintToString(args);
     EXPECT_EQ(r.err.rfind(message, 0), 0u) << testing::PrintToString(args) << ": " << r.err;
   }
