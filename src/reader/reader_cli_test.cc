@@ -253,7 +253,10 @@ TEST_F(CliTest, ReportSummarizesTheRecordedTrace) {
   ASSERT_EQ(res.exit_code, 0) << res.err;
   const std::string& out = res.out;
   EXPECT_EQ(out.rfind("hushtrace report: " + r.dir + "\n", 0), 0u) << out;
-  EXPECT_NE(LineWith(out, "  duration ").find(" ms"), std::string::npos) << out;
+  // Milliseconds natively; past a second under qemu-user on a loaded machine (aarch64 tier).
+  const std::string duration = LineWith(out, "  duration ");
+  EXPECT_TRUE(duration.find(" ms") != std::string::npos || duration.find(" s") != std::string::npos)
+      << out;
   EXPECT_NE(LineWith(out, "  events ").find(std::to_string(r.events.size()) + " ("), std::string::npos) << out;
   // The oversized blob was discarded: said loudly.
   const std::string warning = LineWith(out, "WARNING:");
