@@ -29,6 +29,7 @@
 #include "hushtrace/session.h"
 #include "patch/patch.h"
 #include "session/core.h"
+#include "base/unique_fd.h"
 #include "base/library_thread.h"
 
 namespace hush::control {
@@ -198,7 +199,8 @@ void Serve(int listen_fd) {
     buf.resize(kMaxMessage + 1);
   }
   for (;;) {
-    const int c = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+    const base::UniqueFd client(::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC));
+    const int c = client.get();
     if (c < 0) {
       if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE ||
           errno == ENOBUFS || errno == ENOMEM) {
@@ -224,10 +226,7 @@ void Serve(int listen_fd) {
       do {
         n = ::recvmsg(c, &msg, 0);
       } while (n < 0 && errno == EINTR);
-      if (n <= 0) {
-        ::close(c);
-        continue;
-      }
+      if (n <= 0) continue;
       msg_flags = msg.msg_flags;
     }
     {
@@ -240,7 +239,6 @@ void Serve(int listen_fd) {
       } else if ((msg_flags & MSG_TRUNC) != 0 || static_cast<std::size_t>(n) > kMaxMessage) {
         reply = Error("request larger than " + std::to_string(kMaxMessage) + " bytes");
       } else if (ClientGone(c)) {
-        ::close(c);
         continue;  // nobody waits for the reply: nothing is done
       } else {
         const double wall = NowUs(CLOCK_MONOTONIC), cpu = NowUs(CLOCK_THREAD_CPUTIME_ID);
@@ -259,7 +257,6 @@ void Serve(int listen_fd) {
         HandleRequest(std::string(kRequestMagic) + "stop\n");
       }
     }
-    ::close(c);
   }
 }
 
@@ -281,18 +278,18 @@ int CreateSocket(std::string* path_out) {
   addr.sun_family = AF_UNIX;
   if (path.size() >= sizeof addr.sun_path) return -ENAMETOOLONG;
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -errno;
+  base::UniqueFd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  if (!fd) return -errno;
   ::unlink(path.c_str());  // left by an earlier process with our pid
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::chmod(path.c_str(), 0600) != 0 || ::listen(fd, 16) != 0) {
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::chmod(path.c_str(), 0600) != 0 || ::listen(fd.get(), 16) != 0) {
     const int e = errno;
-    ::close(fd);
+    fd.reset();
     ::unlink(path.c_str());
     return -e;
   }
   *path_out = path;
-  return fd;
+  return fd.release();  // the server thread's for the life of the process
 }
 
 }  // namespace

@@ -33,6 +33,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/dir_stream.h"
 #include "elf/elf_file.h"
 #include "functrace/functrace.h"
 #include "functrace/shadow.h"
@@ -178,13 +179,12 @@ bool Known(const LoadedModule& m) {
 
 // Program threads other than the caller (the runtime's own hush-* threads never run traced code).
 bool OtherThreadsExist() {
-  DIR* d = ::opendir("/proc/self/task");
-  if (d == nullptr) return true;
+  base::DirStream tasks = base::DirStream::Open("/proc/self/task");
+  if (!tasks) return true;
   int others = 0;
   const pid_t self = static_cast<pid_t>(::gettid());
-  while (dirent* e = ::readdir(d)) {
-    if (e->d_name[0] == '.') continue;
-    const pid_t tid = static_cast<pid_t>(std::atoi(e->d_name));
+  while (const char* name = tasks.Next()) {
+    const pid_t tid = static_cast<pid_t>(std::atoi(name));
     if (tid == self) continue;
     char path[64], comm[32] = {};
     std::snprintf(path, sizeof path, "/proc/self/task/%d/comm", tid);
@@ -194,7 +194,6 @@ bool OtherThreadsExist() {
     }
     if (std::strncmp(comm, "hush-", 5) != 0) ++others;
   }
-  ::closedir(d);
   return others > 0;
 }
 

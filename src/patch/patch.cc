@@ -41,8 +41,10 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "base/unique_fd.h"
 #include "patch/arch/arch.h"
 #include "patch/trap.h"
 
@@ -154,8 +156,8 @@ struct Reasons {
 bool OpenProcMem(std::string* why) {
   const pid_t pid = ::getpid();
   if (g_mem_fd >= 0 && g_mem_pid == pid) return true;
-  if (g_mem_fd >= 0) ::close(g_mem_fd);  // inherited from the parent: it writes the parent
-  g_mem_fd = ::open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+  // One inherited from the parent writes the parent's memory: replaced, and closed here.
+  const base::UniqueFd inherited(std::exchange(g_mem_fd, ::open("/proc/self/mem", O_RDWR | O_CLOEXEC)));
   g_mem_pid = pid;
   if (g_mem_fd < 0) *why = Errno("/proc/self/mem", errno);
   return g_mem_fd >= 0;

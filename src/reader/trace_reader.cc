@@ -10,6 +10,7 @@
 #include <cstring>
 #include <map>
 
+#include "base/dir_stream.h"
 #include "base/unique_fd.h"
 #include "format/numbered_name.h"
 #include "hushtrace/reader.h"
@@ -125,17 +126,16 @@ std::unique_ptr<Trace> Trace::Open(const std::string& dir_in, std::string* error
   d.classes = std::make_unique<internal::ClassTable>(d.parsed.metadata);
   d.bytes_on_disk = text.size();
 
-  DIR* dp = ::opendir(dir.c_str());
-  if (dp == nullptr) {
+  base::DirStream list = base::DirStream::Open(dir.c_str());
+  if (!list) {
     *error = dir + ": cannot list directory: " + std::strerror(errno);
     return nullptr;
   }
   std::vector<std::pair<std::uint32_t, std::string>> names;
-  while (const dirent* e = ::readdir(dp)) {
+  while (const char* name = list.Next()) {
     std::uint32_t index;
-    if (format::ParseNumberedName(e->d_name, "stream_", &index)) names.emplace_back(index, e->d_name);
+    if (format::ParseNumberedName(name, "stream_", &index)) names.emplace_back(index, name);
   }
-  ::closedir(dp);
   std::sort(names.begin(), names.end());
 
   std::map<std::uint32_t, ThreadInfo> threads;

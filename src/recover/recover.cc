@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "base/dir_stream.h"
 #include "base/unique_fd.h"
 #include "format/numbered_name.h"
 #include "reader/metadata_parser.h"
@@ -1039,26 +1040,20 @@ bool Recover(const std::string& dir, const Options& options, Report* report) {
   // The ring files, by index.
   std::map<std::uint32_t, std::string> names;
   {
-    Fd dup(::dup(ring_dirfd.get()));
-    DIR* d = dup ? ::fdopendir(dup.get()) : nullptr;
-    if (d != nullptr) dup.release();  // closedir() closes it
-    if (d == nullptr) {
+    base::DirStream list = base::DirStream::Of(ring_dirfd.get());
+    if (!list) {
       report->error = Errno("cannot list " + dir + "/.ring");
       return false;
     }
-    while (const dirent* e = ::readdir(d)) {
+    while (const char* name = list.Next()) {
       std::uint32_t index = 0;
-      if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0 ||
-          std::strcmp(e->d_name, "crashed") == 0) {
-        continue;
-      }
-      if (format::ParseNumberedName(e->d_name, "ring_", &index)) {
-        names[index] = e->d_name;
+      if (std::strcmp(name, "crashed") == 0) continue;
+      if (format::ParseNumberedName(name, "ring_", &index)) {
+        names[index] = name;
       } else {
-        report->notes.push_back("ignored " + dir + "/.ring/" + e->d_name + " (not a ring file)");
+        report->notes.push_back("ignored " + dir + "/.ring/" + name + " (not a ring file)");
       }
     }
-    ::closedir(d);
   }
 
   std::vector<std::unique_ptr<RingFile>> files;

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/dir_stream.h"
 #include "clock/clock.h"
 #include "sched/sched_events.h"
 #include "base/proc_file.h"
@@ -34,12 +35,11 @@ constexpr std::size_t kDataPages[] = {64, 16, 4};
 
 std::vector<int> ThreadsOfThisProcess() {
   std::vector<int> tids;
-  DIR* d = ::opendir("/proc/self/task");
-  if (d == nullptr) return {static_cast<int>(::syscall(SYS_gettid))};
-  while (const dirent* e = ::readdir(d)) {
-    if (e->d_name[0] >= '0' && e->d_name[0] <= '9') tids.push_back(std::atoi(e->d_name));
+  base::DirStream tasks = base::DirStream::Open("/proc/self/task");
+  if (!tasks) return {static_cast<int>(::syscall(SYS_gettid))};
+  while (const char* name = tasks.Next()) {
+    if (name[0] >= '0' && name[0] <= '9') tids.push_back(std::atoi(name));
   }
-  ::closedir(d);
   return tids;
 }
 

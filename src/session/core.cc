@@ -3,6 +3,7 @@
 #include "filter/pattern_limits.h"
 #include "session/crash_handler.h"
 #include "session/files.h"
+#include "base/dir_stream.h"
 #include "base/fork_gate.h"
 #include "base/library_thread.h"
 #include "session/writers.h"
@@ -123,22 +124,8 @@ base::UniqueFd CreateTraceDirectory(const std::string& path, bool* created, std:
   if (*created) return fd;
   // Must be empty: never mix a new trace with files already there (an old trace, or files an
   // attacker planted for us to append to).
-  const int scan_fd = ::dup(fd.get());
-  DIR* dir = scan_fd >= 0 ? ::fdopendir(scan_fd) : nullptr;
-  bool empty = dir != nullptr;
-  while (dir != nullptr) {
-    const dirent* entry = ::readdir(dir);
-    if (entry == nullptr) break;
-    if (std::strcmp(entry->d_name, ".") != 0 && std::strcmp(entry->d_name, "..") != 0) {
-      empty = false;
-      break;
-    }
-  }
-  if (dir != nullptr) {
-    ::closedir(dir);
-  } else if (scan_fd >= 0) {
-    ::close(scan_fd);
-  }
+  base::DirStream scan = base::DirStream::Of(fd.get());
+  const bool empty = scan && scan.Next() == nullptr;
   if (!empty) {
     const bool has_trace = ::faccessat(fd.get(), "metadata", F_OK, AT_SYMLINK_NOFOLLOW) == 0;
     *error = "trace directory " + path + (has_trace ? " already holds a trace" : " is not empty");

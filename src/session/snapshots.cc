@@ -29,6 +29,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/dir_stream.h"
 #include "base/errno_message.h"
 #include "session/core.h"
 #include "session/files.h"
@@ -105,19 +106,9 @@ std::string UtcNow() {
 
 // Removes the directory `name` in `parent` and the files in it (a snapshot holds no directory).
 void RemoveSnapshotDir(int parent, const std::string& name) {
-  const int fd = ::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd >= 0) {
-    if (DIR* dir = ::fdopendir(fd)) {
-      while (const dirent* e = ::readdir(dir)) {
-        if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
-          ::unlinkat(::dirfd(dir), e->d_name, 0);
-        }
-      }
-      ::closedir(dir);
-    } else {
-      ::close(fd);
-    }
-  }
+  base::DirStream dir = base::DirStream::Adopt(base::UniqueFd(
+      ::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)));
+  while (const char* entry = dir.Next()) ::unlinkat(dir.fd(), entry, 0);
   ::unlinkat(parent, name.c_str(), AT_REMOVEDIR);
 }
 

@@ -16,12 +16,13 @@
 #include <string>
 #include <vector>
 
+#include "base/dir_stream.h"
+#include "base/unique_fd.h"
 #include "base/parse.h"
 #include "cli_app.h"
 #include "commands.h"
 #include "control_client.h"
 #include "json_writer.h"
-#include "base/parse.h"
 #include "filter/pattern_limits.h"
 #include "filter/trigger_spec.h"
 #include "inject.h"
@@ -126,42 +127,36 @@ bool CopyTrace(const std::string& from, const std::string& to, std::string* erro
     *error = "cannot create " + to + ": " + std::strerror(errno);
     return false;
   }
-  DIR* dir = ::opendir(from.c_str());
-  if (dir == nullptr) {
+  base::DirStream dir = base::DirStream::Open(from.c_str());
+  if (!dir) {
     *error = "cannot read " + from + ": " + std::strerror(errno);
     return false;
   }
-  bool ok = true;
-  while (const dirent* e = ::readdir(dir)) {
-    const std::string name = e->d_name;
+  while (const char* entry = dir.Next()) {
+    const std::string name = entry;
     if (name != "metadata" && name.rfind("stream_", 0) != 0) continue;
     // O_NONBLOCK and the type check: a FIFO planted in the trace directory must not hang us.
-    const int in =
-        ::open((from + "/" + name).c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+    const base::UniqueFd in(
+        ::open((from + "/" + name).c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
     struct stat st;
-    if (in >= 0 && (::fstat(in, &st) != 0 || !S_ISREG(st.st_mode))) {
+    if (in && (::fstat(in.get(), &st) != 0 || !S_ISREG(st.st_mode))) {
       *error = from + "/" + name + ": not a regular file";
-      ::close(in);
-      ok = false;
-      break;
+      return false;
     }
-    const int out = ::open((to + "/" + name).c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    const base::UniqueFd out(
+        ::open((to + "/" + name).c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
     char buf[1 << 16];
     ssize_t n = 0;
-    while (in >= 0 && out >= 0 && (n = ::read(in, buf, sizeof buf)) > 0) {
-      if (::write(out, buf, static_cast<std::size_t>(n)) != n) n = -1;
+    while (in && out && (n = ::read(in.get(), buf, sizeof buf)) > 0) {
+      if (::write(out.get(), buf, static_cast<std::size_t>(n)) != n) n = -1;
       if (n < 0) break;
     }
-    if (in < 0 || out < 0 || n < 0) {
+    if (!in || !out || n < 0) {
       *error = "cannot copy " + from + "/" + name + ": " + std::strerror(errno);
-      ok = false;
+      return false;
     }
-    if (in >= 0) ::close(in);
-    if (out >= 0) ::close(out);
-    if (!ok) break;
   }
-  ::closedir(dir);
-  return ok;
+  return true;
 }
 
 // A control command's parsed command line.
@@ -193,8 +188,8 @@ int RunPs(int argc, char** argv) {
   ControlLine line;
   if (const int s = line.Parse(DefinePs, argc, argv); s >= 0) return s;
   const bool json = line.json;
-  DIR* proc = ::opendir("/proc");
-  if (proc == nullptr) {
+  base::DirStream proc = base::DirStream::Open("/proc");
+  if (!proc) {
     std::fprintf(stderr, "hushtrace ps: cannot read /proc: %s\n", std::strerror(errno));
     return 1;
   }
@@ -202,16 +197,16 @@ int RunPs(int argc, char** argv) {
   JsonWriter j;
   if (json) j.BeginArray();
   else std::printf("%8s %-12s %-9s %s\n", "PID", "USER", "CONTROL", "COMMAND");
-  while (const dirent* e = ::readdir(proc)) {
+  while (const char* name = proc.Next()) {
     pid_t pid;
-    if (!ParsePid(e->d_name, &pid) || pid == ::getpid()) continue;
+    if (!ParsePid(name, &pid) || pid == ::getpid()) continue;
     struct stat st;
-    if (::stat(("/proc/" + std::string(e->d_name)).c_str(), &st) != 0) continue;
+    if (::stat(("/proc/" + std::string(name)).c_str(), &st) != 0) continue;
     if (me != 0 && st.st_uid != me) continue;
     std::string error;
     if (FindBootstrap(pid, &error) == 0) continue;
     char comm[64] = {};
-    if (FILE* f = std::fopen(("/proc/" + std::string(e->d_name) + "/comm").c_str(), "r")) {
+    if (FILE* f = std::fopen(("/proc/" + std::string(name) + "/comm").c_str(), "r")) {
       if (std::fgets(comm, sizeof comm, f) == nullptr) comm[0] = '\0';
       std::fclose(f);
     }
@@ -227,7 +222,6 @@ int RunPs(int argc, char** argv) {
                   comm);
     }
   }
-  ::closedir(proc);
   if (json) std::fputs(j.EndArray().text().c_str(), stdout);
   return 0;
 }

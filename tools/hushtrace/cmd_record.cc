@@ -28,6 +28,8 @@
 #include "hushtrace/reader.h"
 #include "open_trace.h"
 #include "record_functions.h"
+#include "base/dir_stream.h"
+#include "base/unique_fd.h"
 #include "base/env.h"
 #include "base/parse.h"
 
@@ -76,16 +78,9 @@ std::string DefaultOutputName() {
 }
 
 bool IsEmptyDirectory(const std::string& path, bool* empty) {
-  DIR* d = ::opendir(path.c_str());
-  if (d == nullptr) return false;
-  *empty = true;
-  while (const dirent* e = ::readdir(d)) {
-    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
-      *empty = false;
-      break;
-    }
-  }
-  ::closedir(d);
+  base::DirStream dir = base::DirStream::Open(path.c_str());
+  if (!dir) return false;
+  *empty = dir.Next() == nullptr;
   return true;
 }
 
@@ -158,13 +153,11 @@ bool Exists(const std::string& path) {
 }
 
 int CountStreams(const std::string& dir) {
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return 0;
+  base::DirStream list = base::DirStream::Open(dir.c_str());
   int n = 0;
-  while (const dirent* e = ::readdir(d)) {
-    if (std::strncmp(e->d_name, "stream_", 7) == 0) ++n;
+  while (const char* name = list.Next()) {
+    if (std::strncmp(name, "stream_", 7) == 0) ++n;
   }
-  ::closedir(d);
   return n;
 }
 
@@ -539,33 +532,33 @@ int RunRecord(int argc, char** argv) {
     remove_if_unused();
     return 1;
   }
+  // The child's exec error comes back through the pipe (the write end closes at exec).
+  base::UniqueFd exec_error_in(pipe_fds[0]), exec_error_out(pipe_fds[1]);
   std::fflush(nullptr);
   const pid_t pid = ::fork();
   if (pid < 0) {
     std::fprintf(stderr, "hushtrace record: fork: %s\n", std::strerror(errno));
-    ::close(pipe_fds[0]);
-    ::close(pipe_fds[1]);
     restore_signals();
     remove_if_unused();
     return 1;
   }
   if (pid == 0) {
-    ::close(pipe_fds[0]);
+    exec_error_in.reset();
     restore_signals();
     ::execvp(program, program_argv.data());
     const int e = errno;
-    while (::write(pipe_fds[1], &e, sizeof e) < 0 && errno == EINTR) {
+    while (::write(exec_error_out.get(), &e, sizeof e) < 0 && errno == EINTR) {
     }
     ::_exit(127);
   }
   g_child = pid;
   ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);  // pending forwarded signals are delivered now
-  ::close(pipe_fds[1]);
+  exec_error_out.reset();
   int exec_errno = 0;
   ssize_t n;
-  while ((n = ::read(pipe_fds[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR) {
+  while ((n = ::read(exec_error_in.get(), &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR) {
   }
-  ::close(pipe_fds[0]);
+  exec_error_in.reset();
 
   // Wait without reaping first: until the child is reaped its pid cannot be reused, so a
   // forwarded signal never reaches another process.

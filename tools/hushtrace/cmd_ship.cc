@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/dir_stream.h"
 #include "cli_app.h"
 #include "commands.h"
 #include "export/text_escape.h"
@@ -315,24 +316,19 @@ bool IsFile(const std::string& path) {
 // Bytes of the regular files directly in `dir` (trace directories are flat).
 std::uint64_t DirBytes(const std::string& dir) {
   std::uint64_t total = 0;
-  if (DIR* d = ::opendir(dir.c_str())) {
-    while (const dirent* e = ::readdir(d)) {
-      struct stat st;
-      if (::stat((dir + "/" + e->d_name).c_str(), &st) == 0 && S_ISREG(st.st_mode))
-        total += static_cast<std::uint64_t>(st.st_size);
-    }
-    ::closedir(d);
+  base::DirStream list = base::DirStream::Open(dir.c_str());
+  while (const char* name = list.Next()) {
+    struct stat st;
+    if (::stat((dir + "/" + name).c_str(), &st) == 0 && S_ISREG(st.st_mode))
+      total += static_cast<std::uint64_t>(st.st_size);
   }
   return total;
 }
 
 bool RemoveTraceDir(const std::string& dir) {
-  if (DIR* d = ::opendir(dir.c_str())) {
-    while (const dirent* e = ::readdir(d)) {
-      const std::string name = e->d_name;
-      if (name != "." && name != "..") ::unlink((dir + "/" + name).c_str());
-    }
-    ::closedir(d);
+  {
+    base::DirStream list = base::DirStream::Open(dir.c_str());
+    while (const char* name = list.Next()) ::unlink((dir + "/" + name).c_str());
   }
   return ::rmdir(dir.c_str()) == 0;
 }
@@ -346,10 +342,9 @@ struct Pending {
 // Completed, unshipped trace directories under `dir`, oldest first.
 std::vector<Pending> ScanPending(const std::string& dir, const std::set<std::string>& shipped) {
   std::vector<Pending> out;
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return out;
-  while (const dirent* e = ::readdir(d)) {
-    const std::string name = e->d_name;
+  base::DirStream list = base::DirStream::Open(dir.c_str());
+  while (const char* entry = list.Next()) {
+    const std::string name = entry;
     if (name.empty() || name[0] == '.' || shipped.count(name) != 0) continue;
     const std::string path = dir + "/" + name;
     struct stat st;
@@ -367,7 +362,6 @@ std::vector<Pending> ScanPending(const std::string& dir, const std::set<std::str
                              st.st_mtim.tv_nsec,
                    DirBytes(path)});
   }
-  ::closedir(d);
   std::sort(out.begin(), out.end(), [](const Pending& a, const Pending& b) {
     return a.mtime_ns != b.mtime_ns ? a.mtime_ns < b.mtime_ns : a.name < b.name;
   });
@@ -402,10 +396,8 @@ bool SaveState(const std::string& path, const std::set<std::string>& shipped,
 
 std::set<std::string> Entries(const std::string& dir) {
   std::set<std::string> names;
-  if (DIR* d = ::opendir(dir.c_str())) {
-    while (const dirent* e = ::readdir(d)) names.insert(e->d_name);
-    ::closedir(d);
-  }
+  base::DirStream list = base::DirStream::Open(dir.c_str());
+  while (const char* name = list.Next()) names.insert(name);
   return names;
 }
 

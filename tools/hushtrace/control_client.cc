@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/unique_fd.h"
 #include "inject.h"
 
 namespace hush::cli {
@@ -30,45 +31,43 @@ bool ProcessUid(pid_t pid, uid_t* uid) {
   return true;
 }
 
-// A connected socket, or -1 with *error; *absent when nothing listens there (yet).
-int Connect(pid_t pid, uid_t uid, bool* absent, std::string* error) {
+// A connected socket, or an empty UniqueFd with *error; *absent when nothing listens there (yet).
+base::UniqueFd Connect(pid_t pid, uid_t uid, bool* absent, std::string* error) {
   *absent = false;
   const std::string path = control::SocketPath(uid, pid);
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, path.c_str(), std::min(path.size() + 1, sizeof addr.sun_path - 1));
-  const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
+  base::UniqueFd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  if (!fd) {
     *error = std::string("socket: ") + std::strerror(errno);
-    return -1;
+    return fd;
   }
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     const int e = errno;
-    ::close(fd);
     *absent = e == ENOENT || e == ECONNREFUSED;
     *error = e == EACCES ? "permission denied: the control socket of process " +
                                std::to_string(pid) + " belongs to another user"
                          : "cannot connect to " + path + ": " + std::strerror(e);
-    return -1;
+    return {};
   }
   // The server must be the process itself, not whoever managed to bind that name.
   ucred cred{};
   socklen_t len = sizeof cred;
-  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.pid != pid) {
-    ::close(fd);
+  if (::getsockopt(fd.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.pid != pid) {
     *error = path + " is not served by process " + std::to_string(pid);
-    return -1;
+    return {};
   }
   return fd;
 }
 
 // The state letter of /proc/PID/stat ('R', 'S', 'T' stopped, 't' stopped by a tracer...), or 0.
 char ProcessState(pid_t pid) {
-  const int fd = ::open(("/proc/" + std::to_string(pid) + "/stat").c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
+  const base::UniqueFd fd(
+      ::open(("/proc/" + std::to_string(pid) + "/stat").c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return 0;
   char buf[512];
-  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
-  ::close(fd);
+  const ssize_t n = ::read(fd.get(), buf, sizeof buf - 1);
   if (n <= 0) return 0;
   const std::string_view stat(buf, static_cast<std::size_t>(n));
   const std::size_t paren = stat.rfind(')');  // comm may hold spaces and parentheses
@@ -96,10 +95,7 @@ bool ControlListening(pid_t pid) {
   bool absent;
   std::string error;
   if (!ProcessUid(pid, &uid)) return false;
-  const int fd = Connect(pid, uid, &absent, &error);
-  if (fd < 0) return false;
-  ::close(fd);
-  return true;
+  return static_cast<bool>(Connect(pid, uid, &absent, &error));
 }
 
 ControlReply SendControl(pid_t pid, const std::string& verb, const control::Fields& fields) {
@@ -118,8 +114,8 @@ ControlReply SendControl(pid_t pid, const std::string& verb, const control::Fiel
     return reply;
   }
   bool absent = false;
-  int fd = Connect(pid, uid, &absent, &reply.error);
-  if (fd < 0 && absent) {
+  base::UniqueFd fd = Connect(pid, uid, &absent, &reply.error);
+  if (!fd && absent) {
     const std::uint64_t fn = FindBootstrap(pid, &reply.error);
     if (fn == 0) return reply;
     int result = 0;
@@ -132,7 +128,7 @@ ControlReply SendControl(pid_t pid, const std::string& verb, const control::Fiel
     }
     fd = Connect(pid, uid, &absent, &reply.error);
   }
-  if (fd < 0) return reply;
+  if (!fd) return reply;
   // The process refuses the request once its deadline has passed (protocol.h); the wait for the
   // reply lasts a little longer, for a request read just before it.
   control::Fields with_deadline = fields;
@@ -140,21 +136,21 @@ ControlReply SendControl(pid_t pid, const std::string& verb, const control::Fiel
   const std::string request =
       control::EncodeMessage(std::string(control::kRequestMagic) + verb, with_deadline);
   timeval tv{(kReplyTimeoutMs + kReplyGraceMs) / 1000, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size())) {
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (::send(fd.get(), request.data(), request.size(), MSG_NOSIGNAL) !=
+      static_cast<ssize_t>(request.size())) {
     reply.error = std::string("cannot send the request: ") + std::strerror(errno);
-    ::close(fd);
     return reply;
   }
   std::vector<char> buf(control::kMaxMessage + 1);
   ssize_t n;
   do {
-    n = ::recv(fd, buf.data(), buf.size(), 0);
+    n = ::recv(fd.get(), buf.data(), buf.size(), 0);
   } while (n < 0 && errno == EINTR);
   const int recv_errno = errno;
   int unread = 0;  // bytes of the request the process has not read (SIOCOUTQ)
-  if (n < 0 && ::ioctl(fd, SIOCOUTQ, &unread) != 0) unread = -1;
-  ::close(fd);
+  if (n < 0 && ::ioctl(fd.get(), SIOCOUTQ, &unread) != 0) unread = -1;
+  fd.reset();
   if (n == 0) {
     reply.error = "the process closed the connection without a reply";
     return reply;

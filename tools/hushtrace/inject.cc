@@ -41,6 +41,8 @@
 #include <sstream>
 #include <vector>
 
+#include "base/dir_stream.h"
+#include "base/unique_fd.h"
 #include "elf/elf_file.h"
 
 namespace hush::cli {
@@ -103,15 +105,15 @@ bool FdIsStream(pid_t pid, unsigned long fd) {
 // A thread of `pid` blocked in a safe call, 0 if none now, -1 if /proc refuses (permission).
 pid_t FindBlockedThread(pid_t pid, std::string* error) {
   const std::string task_dir = "/proc/" + std::to_string(pid) + "/task";
-  DIR* dir = ::opendir(task_dir.c_str());
-  if (dir == nullptr) {
+  base::DirStream dir = base::DirStream::Open(task_dir.c_str());
+  if (!dir) {
     *error = "cannot list the threads of process " + std::to_string(pid) + ": " + std::strerror(errno);
     return -1;
   }
   pid_t found = 0;
-  while (const dirent* e = ::readdir(dir)) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    const std::string path = task_dir + "/" + e->d_name + "/syscall";
+  while (const char* name = dir.Next()) {
+    if (name[0] < '0' || name[0] > '9') continue;
+    const std::string path = task_dir + "/" + name + "/syscall";
     FILE* f = std::fopen(path.c_str(), "r");
     if (f == nullptr) {
       if (errno == EACCES || errno == EPERM) {
@@ -128,10 +130,9 @@ pid_t FindBlockedThread(pid_t pid, std::string* error) {
     std::fclose(f);
     const SafeCall* call = got == 2 ? FindSafe(nr) : nullptr;
     if (call == nullptr || (call->needs_fd_check && !FdIsStream(pid, arg0))) continue;
-    found = static_cast<pid_t>(std::atol(e->d_name));
+    found = static_cast<pid_t>(std::atol(name));
     break;
   }
-  ::closedir(dir);
   return found;
 }
 
@@ -292,15 +293,14 @@ std::uint64_t FindBootstrap(pid_t pid, std::string* error) {
   // open(), not access(): the file's mode is 0444 and the kernel refuses another user's process
   // only when it is opened (a ptrace access check).
   {
-    const int fd = ::open(maps_path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
+    const base::UniqueFd fd(::open(maps_path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) {
       *error = errno == EACCES || errno == EPERM
                    ? "permission denied: process " + std::to_string(pid) +
                          " belongs to another user (only its user and root may control it)"
                    : "no process " + std::to_string(pid);
       return 0;
     }
-    ::close(fd);
   }
   const std::string maps = ReadSmall(maps_path);
   char exe[4096];

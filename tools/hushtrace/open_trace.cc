@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/dir_stream.h"
 #include "recover/recover.h"
 
 namespace hush::cli {
@@ -53,15 +54,13 @@ bool HasRingDir(const std::string& dir) {
 // DIR/proc-*: the traces of programs exec'd under the session (docs/format.md, "Processes").
 std::vector<std::string> ExecTraces(const std::string& dir) {
   std::vector<std::string> subs;
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return subs;
-  while (const dirent* e = ::readdir(d)) {
-    if (std::strncmp(e->d_name, "proc-", 5) != 0) continue;
-    const std::string sub = dir + "/" + e->d_name;
+  base::DirStream list = base::DirStream::Open(dir.c_str());
+  while (const char* name = list.Next()) {
+    if (std::strncmp(name, "proc-", 5) != 0) continue;
+    const std::string sub = dir + "/" + name;
     struct stat st;
     if (::lstat(sub.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) subs.push_back(sub);
   }
-  ::closedir(d);
   std::sort(subs.begin(), subs.end());
   return subs;
 }
