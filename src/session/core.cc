@@ -159,7 +159,10 @@ void OnSnapshotSignal(int) {
 
 }  // namespace
 
-Core::~Core() = default;
+Core::~Core() {
+  // Stop() woke it and closed the streams to it (writes_closed_); it exits without writing.
+  if (consumer_.joinable()) consumer_.join();
+}
 
 // The parent's session as a fork child sees it: its rings are not mapped here (MADV_DONTFORK,
 // ring_buffer.cc) and its stream descriptors are closed, so nothing in the child (a Stop() of the
@@ -507,6 +510,7 @@ ring::Ring* Core::AttachUnlocked(internal::ThreadWriter& w, bool fresh) {
     CountUnattached();
     return nullptr;
   }
+  slots_.Ensure(index);
   RingSlot& slot = slots_[index];
   slot.ring = std::move(r);
   slot.stream_fd = std::move(fd);
@@ -555,6 +559,13 @@ void Core::EnsureConsumer() {
 
 void Core::WriteAll(bool include_open) {
   std::lock_guard<std::mutex> lock(write_mu_);
+  WriteAllLocked(include_open);
+}
+
+void Core::WriteAllLocked(bool include_open) {
+  // After Stop()'s final write the stream descriptors are closed (or about to be): a consumer
+  // that wakes late writes nothing.
+  if (writes_closed_) return;
   const FileSizeSignalGuard no_sigxfsz;
   for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_acquire); i < n; ++i) {
     const ring::WriteResult r = slots_[i].ring->WriteNew(slots_[i].stream_fd.get(), include_open);
@@ -576,6 +587,7 @@ void Core::PrefaultBusyRings() {
   // resident.
   const base::ForkGateSection working;  // base/fork_gate.h
   std::lock_guard<std::mutex> lock(write_mu_);
+  if (writes_closed_) return;
   for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_acquire); i < n; ++i) {
     ring::Ring& r = *slots_[i].ring;
     if (r.header().produced.load(std::memory_order_relaxed) != 0) r.Prefault();
@@ -715,9 +727,21 @@ void Core::Stop() {
     stopping_ = true;
   }
   wake_cv_.notify_one();
-  if (options_.mode == Mode::kFlight) ::sem_post(&g_snapshot_sem);
-  if (consumer_.joinable()) consumer_.join();
-  WriteAll(true);
+  // Flight mode's snapshot thread waits on a process-wide semaphore, which the next session's
+  // snapshots post too: it must be gone before Stop returns. The stream consumer is not joined
+  // here but when the Core is freed (~Core): waiting for a woken thread to be scheduled and
+  // exit cost a short program's exit a hand-off between threads, milliseconds on a busy machine
+  // (docs/benchmarks.md, "Start-up"). The final write happens here, under write_mu_, which
+  // closes the streams to that thread for good.
+  if (options_.mode == Mode::kFlight) {
+    ::sem_post(&g_snapshot_sem);
+    if (consumer_.joinable()) consumer_.join();
+  }
+  {
+    std::lock_guard<std::mutex> write_lock(write_mu_);
+    WriteAllLocked(true);
+    writes_closed_ = true;
+  }
   lock.lock();
   if (!forked_child_) {  // a fork child shares its parent's metadata (docs/format.md)
     clock::Refine(calibration_);
