@@ -119,6 +119,25 @@ int WriteZeros(int fd, std::size_t len) {
   return 0;
 }
 
+// Whether MADV_POPULATE_WRITE reserves a page's blocks here, as the lazy reservation of Create
+// and ReserveSubbuf needs. Linux >= 5.14 does; older kernels answer EINVAL; qemu-user (the
+// aarch64 tier) answers 0 and does nothing, which would leave pages the producer then writes
+// without blocks: SIGBUS on a full file system. Probed once per process, on the first ring, by
+// populating one page that has no block yet and asking mincore() whether it is now in the page
+// cache. Relaxed: concurrent probes on two rings compute the same answer.
+enum PopulateState : int { kPopulateUnknown, kPopulateReserves, kPopulateDoesNot };
+std::atomic<int> g_populate{kPopulateUnknown};
+
+bool PopulateWriteReserves(void* hole_page, std::size_t page_size) {
+  const int known = g_populate.load(std::memory_order_relaxed);
+  if (known != kPopulateUnknown) return known == kPopulateReserves;
+  unsigned char resident = 0;
+  const bool reserves = ::madvise(hole_page, page_size, MADV_POPULATE_WRITE) == 0 &&
+                        ::mincore(hole_page, page_size, &resident) == 0 && (resident & 1) != 0;
+  g_populate.store(reserves ? kPopulateReserves : kPopulateDoesNot, std::memory_order_relaxed);
+  return reserves;
+}
+
 }  // namespace
 
 Ring::Ring(std::uint32_t index, const RingConfig& config, void* mapping, std::size_t mapping_size,
@@ -195,9 +214,29 @@ std::unique_ptr<Ring> Ring::Create(int ring_dirfd, std::uint32_t index, const Ri
   // A fork child never inherits the mapping: it writes rings of its own (or none), and a child
   // that drops its privileges must not be able to write into its parent's trace.
   ::madvise(mapping, size, MADV_DONTFORK);
+  // Where MADV_POPULATE_WRITE cannot reserve the other sub-buffers later, all their blocks are
+  // reserved now, as before the lazy scheme: fallocate() (ENOSPC, EFBIG fail here, not with a
+  // SIGBUS later); file systems without it keep the sparse file. The probe's page is the last
+  // one, in the last sub-buffer: no block yet.
+  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const std::size_t written = kRingHeaderSize + config.subbuf_size;
+  const std::size_t last_page = (size - 1) / page * page;
+  bool all_reserved = size <= written;
+  if (!all_reserved && (last_page < written ||
+                        !PopulateWriteReserves(static_cast<char*>(mapping) + last_page, page))) {
+    if (::fallocate(fd, 0, 0, static_cast<off_t>(size)) != 0 && errno != EOPNOTSUPP) {
+      *error = "cannot size ring file " + name + ": " + std::strerror(errno);
+      ::munmap(mapping, size);
+      file.reset();
+      ::unlinkat(ring_dirfd, name.c_str(), 0);
+      return nullptr;
+    }
+    all_reserved = true;
+  }
   file.reset();
   std::unique_ptr<Ring> ring(new Ring(index, config, mapping, size, true));
   ring->reserved_subbufs_ = 1;
+  if (all_reserved) ring->all_reserved_.store(true, std::memory_order_relaxed);  // not shared yet
   return ring;
 }
 
@@ -322,9 +361,9 @@ bool Ring::ReserveSubbuf(std::uint32_t slot) {
   // MADV_POPULATE_WRITE, as Prefault does for the whole ring: page_mkwrite reserves each page's
   // blocks and the call fails (EFAULT) where a write would raise SIGBUS. Not pwrite(): past
   // RLIMIT_FSIZE a write raises SIGXFSZ even inside the file, and this may run in a signal
-  // handler. It changes no byte, so the consumer's Prefault may run at the same time. Kernels
-  // without it (< 5.14, EINVAL) leave the sub-buffer sparse, as file systems without
-  // fallocate() did before.
+  // handler. It changes no byte, so the consumer's Prefault may run at the same time. Only
+  // called where the probe of Create found that it reserves (Create reserved everything
+  // otherwise), so EINVAL is not expected; it would leave the sub-buffer sparse.
   char* begin = data_ + static_cast<std::size_t>(slot) * subbuf_size_;
   int rc;
   while ((rc = ::madvise(begin, subbuf_size_, MADV_POPULATE_WRITE)) != 0 && errno == EINTR) {

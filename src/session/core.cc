@@ -160,8 +160,23 @@ void OnSnapshotSignal(int) {
 }  // namespace
 
 Core::~Core() {
-  // Stop() woke it and closed the streams to it (writes_closed_); it exits without writing.
-  if (consumer_.joinable()) consumer_.join();
+  // The stream consumer is detached (EnsureConsumer): Stop() woke it and closed the streams to
+  // it (writes_closed_), so it leaves its loop without writing; its last access to this Core is
+  // the release store of consumer_exited_, which this acquire load waits for before the memory
+  // goes. ~Core runs off the traced program's path (a later start or stop, core.h "Lifetime"),
+  // so a wait of a scheduling delay costs nobody an exit.
+  if (consumer_started_.load(std::memory_order_relaxed)) {
+    {
+      std::lock_guard<std::mutex> wake(wake_mu_);
+      stopping_ = true;
+    }
+    wake_cv_.notify_one();
+    while (!consumer_exited_.load(std::memory_order_acquire)) {
+      const struct timespec pause = {0, 100 * 1000};
+      ::nanosleep(&pause, nullptr);
+    }
+  }
+  if (consumer_.joinable()) consumer_.join();  // flight mode's snapshot thread (Stop joined it)
 }
 
 // The parent's session as a fork child sees it: its rings are not mapped here (MADV_DONTFORK,
@@ -553,7 +568,16 @@ void Core::EnsureConsumer() {
   if (options_.mode != Mode::kStream || consumer_started_.load(std::memory_order_relaxed)) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_ || consumer_started_.load(std::memory_order_relaxed)) return;
-  consumer_ = base::StartLibraryThread("hush-consumer", [this] { ConsumerLoop(); });
+  // Detached: Stop() does not wait for it (see Stop) and a Core that is never freed (stopped at
+  // exit, or whose grace period never ends) leaves no joinable thread behind. ~Core waits for
+  // consumer_exited_ instead. 1 MiB of stack: it writes from heap buffers, and the sanitizer
+  // builds need several times the release build's frames.
+  base::StartLibraryDetachedThread("hush-consumer", std::size_t{1} << 20, [this] {
+    ConsumerLoop();
+    // Release: everything the loop did to this Core happens before ~Core's acquire. Nothing of
+    // the Core may be touched after this store: it may be freed at once.
+    consumer_exited_.store(true, std::memory_order_release);
+  });
   consumer_started_.store(true, std::memory_order_relaxed);
 }
 
@@ -728,8 +752,8 @@ void Core::Stop() {
   }
   wake_cv_.notify_one();
   // Flight mode's snapshot thread waits on a process-wide semaphore, which the next session's
-  // snapshots post too: it must be gone before Stop returns. The stream consumer is not joined
-  // here but when the Core is freed (~Core): waiting for a woken thread to be scheduled and
+  // snapshots post too: it must be gone before Stop returns. The stream consumer is not waited
+  // for here but when the Core is freed (~Core): waiting for a woken thread to be scheduled and
   // exit cost a short program's exit a hand-off between threads, milliseconds on a busy machine
   // (docs/benchmarks.md, "Start-up"). The final write happens here, under write_mu_, which
   // closes the streams to that thread for good.

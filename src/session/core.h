@@ -209,9 +209,12 @@ class Core final : public ring::Owner {
   std::atomic<std::uint32_t> ring_count_{0};
   std::atomic<std::uint64_t> write_errors_{0};
 
-  std::thread consumer_;        // set under mu_; joined by ~Core (Stop only wakes it)
+  std::thread consumer_;        // flight mode's snapshot thread; set by Start, joined by Stop
   bool writes_closed_ = false;  // guarded by write_mu_: Stop() wrote the last packets
+  // The stream consumer thread is detached (EnsureConsumer). started: set under mu_ once it
+  // runs; exited: its last access to this Core (release), awaited by ~Core (acquire).
   std::atomic<bool> consumer_started_{false};
+  std::atomic<bool> consumer_exited_{false};
   std::mutex wake_mu_;
   std::condition_variable wake_cv_;
   bool stopping_ = false;  // guarded by wake_mu_
