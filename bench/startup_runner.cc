@@ -5,7 +5,8 @@
 //   VARIANT:  NAME|EXECUTABLE[|KEY=VALUE[,KEY=VALUE...]]
 //
 // In an environment value, {OUT} becomes a fresh path SCRATCH/NAME.RUN that does not exist yet
-// (a trace directory for that run). Those directories are removed after each run except for the
+// (a trace directory for that run), and {OUT2} the same under --scratch2 DIR (a second file
+// system: traces on ext4 and on tmpfs side by side in one run). Those directories are removed after each run except for the
 // first, middle and last recorded runs, which are kept and listed in the JSON ("kept") so that
 // the caller can check their traces. HUSHTRACE_* variables are removed from the inherited
 // environment. Each round runs every variant once, starting at a rotating position, after W
@@ -86,8 +87,10 @@ double TvUs(const timeval& tv) {
 
 // Runs one variant once; returns the wall time in microseconds or a negative value on failure,
 // and the child's CPU time (all its threads, user + system) in *cpu_us.
+std::string g_scratch2;  // --scratch2, for {OUT2}
+
 double RunOnce(Variant& v, const std::string& scratch, int run, bool keep, double* cpu_us) {
-  const std::string out = scratch + "/" + v.name + "." + std::to_string(run);
+  std::string out = scratch + "/" + v.name + "." + std::to_string(run);
   bool uses_out = false;
   std::vector<std::string> env_strings;
   for (char** e = environ; *e != nullptr; ++e) {
@@ -95,6 +98,12 @@ double RunOnce(Variant& v, const std::string& scratch, int run, bool keep, doubl
     env_strings.emplace_back(*e);
   }
   for (const std::string& kv : v.env) {
+    if (kv.find("{OUT2}") != std::string::npos) {
+      uses_out = true;
+      out = g_scratch2 + "/" + v.name + "." + std::to_string(run);
+      env_strings.push_back(Replace(kv, "{OUT2}", out));
+      continue;
+    }
     if (kv.find("{OUT}") != std::string::npos) uses_out = true;
     env_strings.push_back(Replace(kv, "{OUT}", out));
   }
@@ -135,7 +144,7 @@ double RunOnce(Variant& v, const std::string& scratch, int run, bool keep, doubl
 
 void Usage() {
   std::fprintf(stderr,
-               "usage: startup_runner --runs N [--warmup W] --scratch DIR --out FILE.json "
+               "usage: startup_runner --runs N [--warmup W] --scratch DIR [--scratch2 DIR] --out FILE.json "
                "'NAME|EXE[|K=V,K=V]'...\n");
   std::exit(2);
 }
@@ -156,6 +165,8 @@ int main(int argc, char** argv) {
       warmup = std::atoi(argv[++i]);
     } else if (a == "--scratch" && i + 1 < argc) {
       scratch = argv[++i];
+    } else if (a == "--scratch2" && i + 1 < argc) {
+      g_scratch2 = argv[++i];
     } else if (a == "--out" && i + 1 < argc) {
       out_path = argv[++i];
     } else if (!a.empty() && a[0] != '-') {
@@ -172,6 +183,7 @@ int main(int argc, char** argv) {
   }
   if (variants.empty() || scratch.empty() || out_path.empty() || runs < 3) Usage();
   std::filesystem::create_directories(scratch);
+  if (!g_scratch2.empty()) std::filesystem::create_directories(g_scratch2);
 
   const std::size_t nv = variants.size();
   const int total = warmup + runs;

@@ -2,6 +2,8 @@
 // See ring_buffer.h for who calls what and ring_layout.h for the shared words.
 #include "ring/ring_buffer.h"
 
+#include "base/unique_fd.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -12,6 +14,10 @@
 #include <cerrno>
 #include <cstring>
 #include <new>
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14; older kernels answer EINVAL
+#endif
 
 #if defined(__SANITIZE_THREAD__)
 #define HUSH_TSAN 1
@@ -96,6 +102,42 @@ int WriteAll(int fd, const char* data, std::size_t len) {
   return 0;
 }
 
+// Writes `len` zero bytes at the file offset of `fd` (write(), not pwrite(): a sandbox may deny
+// pwrite to keep /proc/self/mem closed, tests/keys). Returns 0 or an errno. Past RLIMIT_FSIZE
+// this raises SIGXFSZ: the caller blocks it (Core::AttachUnlocked).
+int WriteZeros(int fd, std::size_t len) {
+  static constexpr char kZeros[16384] = {};
+  while (len > 0) {
+    const ssize_t n = ::write(fd, kZeros, std::min(len, sizeof kZeros));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    if (n == 0) return errno = ENOSPC;
+    len -= static_cast<std::size_t>(n);
+  }
+  return 0;
+}
+
+// Whether MADV_POPULATE_WRITE reserves a page's blocks here, as the lazy reservation of Create
+// and ReserveSubbuf needs. Linux >= 5.14 does; older kernels answer EINVAL; qemu-user (the
+// aarch64 tier) answers 0 and does nothing, which would leave pages the producer then writes
+// without blocks: SIGBUS on a full file system. Probed once per process, on the first ring, by
+// populating one page that has no block yet and asking mincore() whether it is now in the page
+// cache. Relaxed: concurrent probes on two rings compute the same answer.
+enum PopulateState : int { kPopulateUnknown, kPopulateReserves, kPopulateDoesNot };
+std::atomic<int> g_populate{kPopulateUnknown};
+
+bool PopulateWriteReserves(void* hole_page, std::size_t page_size) {
+  const int known = g_populate.load(std::memory_order_relaxed);
+  if (known != kPopulateUnknown) return known == kPopulateReserves;
+  unsigned char resident = 0;
+  const bool reserves = ::madvise(hole_page, page_size, MADV_POPULATE_WRITE) == 0 &&
+                        ::mincore(hole_page, page_size, &resident) == 0 && (resident & 1) != 0;
+  g_populate.store(reserves ? kPopulateReserves : kPopulateDoesNot, std::memory_order_relaxed);
+  return reserves;
+}
+
 }  // namespace
 
 Ring::Ring(std::uint32_t index, const RingConfig& config, void* mapping, std::size_t mapping_size,
@@ -146,41 +188,71 @@ std::unique_ptr<Ring> Ring::Create(int ring_dirfd, std::uint32_t index, const Ri
     return nullptr;
   }
   const std::size_t size = kRingHeaderSize + config.subbuf_size * config.subbuf_count;
-  // The blocks are reserved now: a sparse ring whose pages are first touched through the mapping
-  // on a full file system kills the program with SIGBUS. fallocate() fails instead (ENOSPC,
-  // EFBIG); file systems without it keep the sparse file.
-  const bool sized = ::ftruncate(fd, static_cast<off_t>(size)) == 0 &&
-                     (::fallocate(fd, 0, 0, static_cast<off_t>(size)) == 0 || errno == EOPNOTSUPP);
-  if (!sized) {
+  // A page first touched through the mapping on a full file system kills the program with
+  // SIGBUS, so every sub-buffer's blocks are reserved before the producer writes it: here the
+  // header and sub-buffer 0, by writing zeros with write() (which fails instead: ENOSPC, and is
+  // cheaper on ext4 than populating holes page by page), the rest when the producer first opens
+  // them (OpenPacket, ReserveSubbuf) or when the consumer populates a busy ring (Prefault).
+  // Not fallocate(): on ext4 unlinking a file with fallocated (unwritten) extents costs ~3 ms,
+  // which a short program paid at exit (docs/benchmarks.md, "Per exec under a session"); the
+  // zeros cost ~20 µs per 64 KiB and are pages the producer writes anyway.
+  base::UniqueFd file(fd);
+  if (::ftruncate(fd, static_cast<off_t>(size)) != 0 ||
+      WriteZeros(fd, kRingHeaderSize + config.subbuf_size) != 0) {  // from offset 0
     *error = "cannot size ring file " + name + ": " + std::strerror(errno);
-    ::close(fd);
+    file.reset();
     ::unlinkat(ring_dirfd, name.c_str(), 0);
     return nullptr;
   }
   void* mapping = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  ::close(fd);
   if (mapping == MAP_FAILED) {
     *error = "cannot map ring file " + name + ": " + std::strerror(errno);
+    file.reset();
     ::unlinkat(ring_dirfd, name.c_str(), 0);
     return nullptr;
   }
   // A fork child never inherits the mapping: it writes rings of its own (or none), and a child
   // that drops its privileges must not be able to write into its parent's trace.
   ::madvise(mapping, size, MADV_DONTFORK);
-  return std::unique_ptr<Ring>(new Ring(index, config, mapping, size, true));
+  // Where MADV_POPULATE_WRITE cannot reserve the other sub-buffers later, all their blocks are
+  // reserved now, as before the lazy scheme: fallocate() (ENOSPC, EFBIG fail here, not with a
+  // SIGBUS later); file systems without it keep the sparse file. The probe's page is the last
+  // one, in the last sub-buffer: no block yet.
+  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const std::size_t written = kRingHeaderSize + config.subbuf_size;
+  const std::size_t last_page = (size - 1) / page * page;
+  bool all_reserved = size <= written;
+  if (!all_reserved && (last_page < written ||
+                        !PopulateWriteReserves(static_cast<char*>(mapping) + last_page, page))) {
+    if (::fallocate(fd, 0, 0, static_cast<off_t>(size)) != 0 && errno != EOPNOTSUPP) {
+      *error = "cannot size ring file " + name + ": " + std::strerror(errno);
+      ::munmap(mapping, size);
+      file.reset();
+      ::unlinkat(ring_dirfd, name.c_str(), 0);
+      return nullptr;
+    }
+    all_reserved = true;
+  }
+  file.reset();
+  std::unique_ptr<Ring> ring(new Ring(index, config, mapping, size, true));
+  ring->reserved_subbufs_ = 1;
+  if (all_reserved) ring->all_reserved_.store(true, std::memory_order_relaxed);  // not shared yet
+  return ring;
 }
 
 bool Ring::Prefault() {
   if (prefault_tried_) return prefaulted_;
   prefault_tried_ = true;
   if (!owns_mapping_) return false;
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23  // Linux 5.14; older kernels answer EINVAL
-#endif
-  // The blocks are already allocated (Create's fallocate), so this cannot hit ENOSPC; it only
-  // sets up page-table entries (write faults of a shared mapping: page_mkwrite, no data change)
-  // and never touches the bytes the producer writes meanwhile.
+  // Sets up page-table entries (write faults of a shared mapping: page_mkwrite, no data change),
+  // never touching the bytes the producer writes meanwhile. page_mkwrite reserves the blocks of
+  // pages not yet reserved; on a full file system it fails, and so does this call (EFAULT where
+  // an access would raise SIGBUS), with no signal: the producer then reserves each sub-buffer
+  // itself before its first use (OpenPacket), and discards and counts if that fails too.
   prefaulted_ = ::madvise(mapping_, mapping_size_, MADV_POPULATE_WRITE) == 0;
+  // Release: pairs with the producer's acquire in OpenPacket(); every page of the ring has its
+  // blocks, so the producer's own reservation may be skipped.
+  if (prefaulted_) all_reserved_.store(true, std::memory_order_release);
   return prefaulted_;
 }
 
@@ -188,7 +260,9 @@ std::unique_ptr<Ring> Ring::CreateInMemory(std::uint32_t index, const RingConfig
   const std::size_t size = kRingHeaderSize + config.subbuf_size * config.subbuf_count;
   void* mapping = ::operator new(size, std::align_val_t{4096});
   std::memset(mapping, 0, size);
-  return std::unique_ptr<Ring>(new Ring(index, config, mapping, size, false));
+  std::unique_ptr<Ring> ring(new Ring(index, config, mapping, size, false));
+  ring->all_reserved_.store(true, std::memory_order_relaxed);  // plain memory: nothing to reserve
+  return ring;
 }
 
 bool Ring::OpenPacket(internal::ThreadWriter& w, std::uint64_t ts, std::uint32_t tid,
@@ -213,6 +287,11 @@ bool Ring::OpenPacket(internal::ThreadWriter& w, std::uint64_t ts, std::uint32_t
       header_->overwritten.store(header_->overwritten.load(std::memory_order_relaxed) + lost,
                                  std::memory_order_relaxed);
     }
+  }
+  // First lap: the sub-buffer's blocks may not be reserved yet (Create). Packets open in order,
+  // so sub-buffers 0 .. reserved_subbufs_ - 1 are.
+  if (slot >= reserved_subbufs_ && !all_reserved_.load(std::memory_order_acquire)) {
+    if (!ReserveSubbuf(slot)) return false;  // no space on the file system: discarded and counted
   }
   // Seqlock writer side: announce the rewrite of this sub-buffer before touching it. A reader
   // that copied bytes written below re-reads the commit word after an acquire fence (CopyPacket)
@@ -276,6 +355,22 @@ void Ring::ClosePacket(internal::ThreadWriter& w, std::uint64_t ts_end) {
   w.pos = nullptr;
   w.packet_events = 0;
   open_.store(false, std::memory_order_relaxed);
+}
+
+bool Ring::ReserveSubbuf(std::uint32_t slot) {
+  // MADV_POPULATE_WRITE, as Prefault does for the whole ring: page_mkwrite reserves each page's
+  // blocks and the call fails (EFAULT) where a write would raise SIGBUS. Not pwrite(): past
+  // RLIMIT_FSIZE a write raises SIGXFSZ even inside the file, and this may run in a signal
+  // handler. It changes no byte, so the consumer's Prefault may run at the same time. Only
+  // called where the probe of Create found that it reserves (Create reserved everything
+  // otherwise), so EINVAL is not expected; it would leave the sub-buffer sparse.
+  char* begin = data_ + static_cast<std::size_t>(slot) * subbuf_size_;
+  int rc;
+  while ((rc = ::madvise(begin, subbuf_size_, MADV_POPULATE_WRITE)) != 0 && errno == EINTR) {
+  }
+  if (rc != 0 && errno != EINVAL) return false;
+  reserved_subbufs_ = slot + 1;
+  return true;
 }
 
 std::size_t Ring::CopyPacket(std::uint64_t seq, std::size_t from, std::size_t to) {

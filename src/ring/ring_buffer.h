@@ -52,6 +52,8 @@ struct WriteResult {
 class Ring {
  public:
   // Creates and maps `ring_<index>` in the directory `ring_dirfd` (0600, O_EXCL, O_NOFOLLOW).
+  // Only the header and sub-buffer 0 have their blocks reserved now; each later sub-buffer is
+  // reserved by the producer before its first packet opens, or by Prefault (ring_buffer.cc).
   static std::unique_ptr<Ring> Create(int ring_dirfd, std::uint32_t index, const RingConfig& config,
                                       std::string* error);
   // Maps an existing ring (for tests and recovery) over caller-provided memory.
@@ -124,6 +126,8 @@ class Ring {
   // producer did not start overwriting it meanwhile. Returns the copy length or 0.
   std::size_t CopyPacket(std::uint64_t seq, std::size_t from, std::size_t to);
   int WriteCopy(int fd, std::size_t len);
+  // Producer: reserves the blocks of sub-buffer `slot` (first lap; see Create). False: no space.
+  bool ReserveSubbuf(std::uint32_t slot);
   // Sets the copy's sizes, packet_seq_num and loss counts (see WriteCopy); returns the lost total.
   std::uint64_t StampCopy(std::size_t len, std::uint64_t seq_num, std::uint64_t overwritten,
                           std::uint64_t write_lost);
@@ -151,6 +155,11 @@ class Ring {
   // Producer-private (handed between threads under the session mutex): timestamp_end of the last
   // closed packet. Packets of one stream never go back in time, even across owner threads.
   std::uint64_t last_end_ts_ = 0;
+  // Rings made by Create: the producer reserves its sub-buffers' blocks lazily (first lap).
+  std::uint32_t reserved_subbufs_ = 0;  // producer-private: sub-buffers 0 .. N-1 have blocks
+  // Set (release) by Prefault once every page has its blocks; the producer skips its own
+  // reservation then (acquire).
+  std::atomic<bool> all_reserved_{false};
   // Consumer-private state.
   std::unique_ptr<char[]> scratch_;       // one packet
   std::atomic<std::uint64_t> write_lost_events_{0};  // relaxed: statistics

@@ -146,7 +146,25 @@ void OnSnapshotSignal(int) {
 
 }  // namespace
 
-Core::~Core() = default;
+Core::~Core() {
+  // The stream consumer is detached (EnsureConsumer): Stop() woke it and closed the streams to
+  // it (writes_closed_), so it leaves its loop without writing; its last access to this Core is
+  // the release store of consumer_exited_, which this acquire load waits for before the memory
+  // goes. ~Core runs off the traced program's path (a later start or stop, core.h "Lifetime"),
+  // so a wait of a scheduling delay costs nobody an exit.
+  if (consumer_started_.load(std::memory_order_relaxed)) {
+    {
+      std::lock_guard<std::mutex> wake(wake_mu_);
+      stopping_ = true;
+    }
+    wake_cv_.notify_one();
+    while (!consumer_exited_.load(std::memory_order_acquire)) {
+      const struct timespec pause = {0, 100 * 1000};
+      ::nanosleep(&pause, nullptr);
+    }
+  }
+  if (consumer_.joinable()) consumer_.join();  // flight mode's snapshot thread (Stop joined it)
+}
 
 // The parent's session as a fork child sees it: its rings are not mapped here (MADV_DONTFORK,
 // ring_buffer.cc) and its stream descriptors are closed, so nothing in the child (a Stop() of the
@@ -494,6 +512,7 @@ ring::Ring* Core::AttachUnlocked(internal::ThreadWriter& w, bool fresh) {
     CountUnattached();
     return nullptr;
   }
+  slots_.Ensure(index);
   RingSlot& slot = slots_[index];
   slot.ring = std::move(r);
   slot.stream_fd = std::move(fd);
@@ -536,12 +555,28 @@ void Core::EnsureConsumer() {
   if (options_.mode != Mode::kStream || consumer_started_.load(std::memory_order_relaxed)) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_ || consumer_started_.load(std::memory_order_relaxed)) return;
-  consumer_ = base::StartLibraryThread("hush-consumer", [this] { ConsumerLoop(); });
+  // Detached: Stop() does not wait for it (see Stop) and a Core that is never freed (stopped at
+  // exit, or whose grace period never ends) leaves no joinable thread behind. ~Core waits for
+  // consumer_exited_ instead. 1 MiB of stack: it writes from heap buffers, and the sanitizer
+  // builds need several times the release build's frames.
+  base::StartLibraryDetachedThread("hush-consumer", std::size_t{1} << 20, [this] {
+    ConsumerLoop();
+    // Release: everything the loop did to this Core happens before ~Core's acquire. Nothing of
+    // the Core may be touched after this store: it may be freed at once.
+    consumer_exited_.store(true, std::memory_order_release);
+  });
   consumer_started_.store(true, std::memory_order_relaxed);
 }
 
 void Core::WriteAll(bool include_open) {
   std::lock_guard<std::mutex> lock(write_mu_);
+  WriteAllLocked(include_open);
+}
+
+void Core::WriteAllLocked(bool include_open) {
+  // After Stop()'s final write the stream descriptors are closed (or about to be): a consumer
+  // that wakes late writes nothing.
+  if (writes_closed_) return;
   const FileSizeSignalGuard no_sigxfsz;
   for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_acquire); i < n; ++i) {
     const ring::WriteResult r = slots_[i].ring->WriteNew(slots_[i].stream_fd.get(), include_open);
@@ -563,6 +598,7 @@ void Core::PrefaultBusyRings() {
   // resident.
   const base::ForkGateSection working;  // base/fork_gate.h
   std::lock_guard<std::mutex> lock(write_mu_);
+  if (writes_closed_) return;
   for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_acquire); i < n; ++i) {
     ring::Ring& r = *slots_[i].ring;
     if (r.header().produced.load(std::memory_order_relaxed) != 0) r.Prefault();
@@ -702,9 +738,21 @@ void Core::Stop() {
     stopping_ = true;
   }
   wake_cv_.notify_one();
-  if (options_.mode == Mode::kFlight) ::sem_post(&g_snapshot_sem);
-  if (consumer_.joinable()) consumer_.join();
-  WriteAll(true);
+  // Flight mode's snapshot thread waits on a process-wide semaphore, which the next session's
+  // snapshots post too: it must be gone before Stop returns. The stream consumer is not waited
+  // for here but when the Core is freed (~Core): waiting for a woken thread to be scheduled and
+  // exit cost a short program's exit a hand-off between threads, milliseconds on a busy machine
+  // (docs/benchmarks.md, "Start-up"). The final write happens here, under write_mu_, which
+  // closes the streams to that thread for good.
+  if (options_.mode == Mode::kFlight) {
+    ::sem_post(&g_snapshot_sem);
+    if (consumer_.joinable()) consumer_.join();
+  }
+  {
+    std::lock_guard<std::mutex> write_lock(write_mu_);
+    WriteAllLocked(true);
+    writes_closed_ = true;
+  }
   lock.lock();
   if (!forked_child_) {  // a fork child shares its parent's metadata (docs/format.md)
     clock::Refine(calibration_);

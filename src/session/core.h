@@ -81,6 +81,24 @@ struct RingSlot {
   internal::ThreadWriter* writer = nullptr;  // guarded by mu_; nullptr when free
 };
 
+// The ring slots of a session, allocated 32 at a time as threads attach: a session that only
+// ever has a few threads touches one small chunk, not the whole table (4096 slots are 96 KiB,
+// whose first-touch page faults cost a short program ~0.5 ms at start, docs/benchmarks.md).
+// A chunk never moves once made: Ensure() (under Core::mu_) allocates it before the slot is
+// published by Core::ring_count_ (release), so a reader that acquired the count finds it.
+class SlotTable {
+ public:
+  static constexpr std::uint32_t kChunk = 32;
+  RingSlot& operator[](std::uint32_t i) { return chunks_[i / kChunk][i % kChunk]; }
+  const RingSlot& operator[](std::uint32_t i) const { return chunks_[i / kChunk][i % kChunk]; }
+  void Ensure(std::uint32_t i) {
+    if (!chunks_[i / kChunk]) chunks_[i / kChunk].reset(new RingSlot[kChunk]);
+  }
+
+ private:
+  std::unique_ptr<RingSlot[]> chunks_[kMaxRings / kChunk];
+};
+
 class Core final : public ring::Owner {
  public:
   static Core* Active() { return active_.load(std::memory_order_acquire); }
@@ -159,6 +177,7 @@ class Core final : public ring::Owner {
   bool WriteMetadata(std::string* error);
   ring::Ring* AttachUnlocked(internal::ThreadWriter& w, bool fresh);  // mu_ held
   void WriteAll(bool include_open);
+  void WriteAllLocked(bool include_open);  // write_mu_ held
   // Stop()'s first half, also a failed Start()'s after publishing: disables the events, sends the
   // attached threads to the slow path, unpublishes the session and waits (bounded) for the
   // events in flight. mu_ must be held on entry; it is released and taken again.
@@ -186,12 +205,16 @@ class Core final : public ring::Owner {
   std::uint32_t subbuf_count_ = 0;
   format::TraceInfo info_;
   clock::Calibration calibration_;
-  std::unique_ptr<RingSlot[]> slots_{new RingSlot[kMaxRings]};
+  SlotTable slots_;
   std::atomic<std::uint32_t> ring_count_{0};
   std::atomic<std::uint64_t> write_errors_{0};
 
-  std::thread consumer_;        // set under mu_
+  std::thread consumer_;        // flight mode's snapshot thread; set by Start, joined by Stop
+  bool writes_closed_ = false;  // guarded by write_mu_: Stop() wrote the last packets
+  // The stream consumer thread is detached (EnsureConsumer). started: set under mu_ once it
+  // runs; exited: its last access to this Core (release), awaited by ~Core (acquire).
   std::atomic<bool> consumer_started_{false};
+  std::atomic<bool> consumer_exited_{false};
   std::mutex wake_mu_;
   std::condition_variable wake_cv_;
   bool stopping_ = false;  // guarded by wake_mu_

@@ -562,9 +562,9 @@ class SmallTmpfs {
 
 TEST_P(ProcessTest, DiskFullWhileStreamingKeepsTheTraceValidAndCountsEveryLostEvent) {
   TempDir dir("proc");
-  // 20 MiB: the 16 MiB ring (its blocks reserved when it is created) and about 4 MiB of stream.
-  // The ring holds all the events, so none is discarded for a full ring: every event missing
-  // from the trace was lost to the full disk.
+  // 20 MiB: the 16 MiB ring (its blocks reserved by the consumer when the first packet closes,
+  // ring_buffer.h, Prefault) and about 4 MiB of stream. The ring holds all the events, so none is
+  // discarded for a full ring: every event missing from the trace was lost to the full disk.
   const SmallTmpfs fs(dir.Sub("fs"), "20m");
   if (!fs.mounted()) GTEST_SKIP() << "cannot mount a 20 MiB tmpfs here (" << fs.why() << ")";
   const std::string out = dir.Sub("fs/trace");

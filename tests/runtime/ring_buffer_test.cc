@@ -43,7 +43,9 @@ HUSH_TRACEPOINT(ringtest, mark, (std::uint64_t, seq))
 namespace {
 
 using hush::internal::ThreadWriter;
+using hush::ring::kCtfMagic;
 using hush::ring::kPacketHeaderSize;
+using hush::ring::kRingHeaderSize;
 using hush::ring::PacketHeader;
 using hush::ring::Ring;
 using hush::ring::RingConfig;
@@ -421,17 +423,28 @@ std::size_t PresentPages(const void* begin, std::size_t len) {
   return present;
 }
 
-TEST(RingStream, PrefaultMapsEveryPageOfAFileRingWithoutChangingItsContents) {
-  TempDir dir("ring");
-  const int dirfd = ::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  ASSERT_GE(dirfd, 0);
+// A file ring ring_0 of 8 sub-buffers of 64 KiB in a fresh directory, as a session makes them.
+struct FileRing {
+  FileRing() : dir("ring"), dirfd(::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
+    config.subbuf_size = 64 * 1024;
+    config.subbuf_count = 8;
+    ring = Ring::Create(dirfd, 0, config, &error);
+  }
+  ~FileRing() {
+    if (dirfd >= 0) ::close(dirfd);
+  }
+  TempDir dir;
+  int dirfd;
   RingConfig config;
-  config.subbuf_size = 64 * 1024;
-  config.subbuf_count = 8;
   std::string error;
-  std::unique_ptr<Ring> r = Ring::Create(dirfd, 0, config, &error);
-  ::close(dirfd);
-  ASSERT_NE(r, nullptr) << error;
+  std::unique_ptr<Ring> ring;
+};
+
+TEST(RingStream, PrefaultMapsEveryPageOfAFileRingWithoutChangingItsContents) {
+  FileRing f;
+  ASSERT_NE(f.ring, nullptr) << f.error;
+  std::unique_ptr<Ring>& r = f.ring;
+  const RingConfig& config = f.config;
   const std::size_t data_len = config.subbuf_size * config.subbuf_count;
   const std::size_t pages = data_len / static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
   ThreadWriter w{};
@@ -445,6 +458,47 @@ TEST(RingStream, PrefaultMapsEveryPageOfAFileRingWithoutChangingItsContents) {
   EXPECT_EQ(std::memcmp(&before, r->packet(0), sizeof before), 0);
   EXPECT_TRUE(r->Prefault()) << "a second call answers without populating again";
   r->ClosePacket(w, 1001);
+}
+
+// A file ring reserves its blocks (zeros written with write(), which fails on a full file system
+// where a first write through the mapping would raise SIGBUS) for the header and sub-buffer 0 at
+// creation, and (MADV_POPULATE_WRITE) for each later sub-buffer when the producer first opens a
+// packet there: a short program's ring stays small, and its unlink at exit cheap (no fallocated
+// extents). Where MADV_POPULATE_WRITE reserves nothing (qemu-user), all at creation.
+TEST(RingStream, AFileRingReservesEachSubBufferWhenItsFirstPacketOpens) {
+  FileRing f;
+  ASSERT_NE(f.ring, nullptr) << f.error;
+  std::unique_ptr<Ring>& r = f.ring;
+  const RingConfig& config = f.config;
+  const auto reserved = [&] {
+    struct stat st;
+    EXPECT_EQ(::fstatat(f.dirfd, "ring_0", &st, 0), 0);
+    return static_cast<std::size_t>(st.st_blocks) * 512;
+  };
+  const std::size_t first = kRingHeaderSize + config.subbuf_size;
+  if (const std::string why = hushtest::PopulateWriteProblem(); !why.empty()) {
+    // The fallback (Create): every block reserved at creation, so that no page written through
+    // the mapping can raise SIGBUS on a full file system.
+    EXPECT_GE(reserved(), kRingHeaderSize + config.subbuf_size * config.subbuf_count) << why;
+    return;
+  }
+  EXPECT_GE(reserved(), first);
+  EXPECT_LT(reserved(), first + config.subbuf_size) << "only the header and sub-buffer 0 at creation";
+  ThreadWriter w{};
+  std::uint64_t ts = 1000;
+  for (int packet = 0; packet < 4; ++packet) {
+    ASSERT_TRUE(r->OpenPacket(w, ts, kTid, "t"));
+    r->ClosePacket(w, ++ts);
+  }
+  EXPECT_GE(reserved(), kRingHeaderSize + 4 * config.subbuf_size);
+  EXPECT_LT(reserved(), kRingHeaderSize + 5 * config.subbuf_size);
+  // The packets the producer wrote are intact (the zeros went only to sub-buffers never opened).
+  for (std::uint64_t seq = 0; seq < 4; ++seq) {
+    PacketHeader h{};
+    std::memcpy(&h, r->packet(seq), sizeof h);
+    EXPECT_EQ(h.magic, kCtfMagic);
+    EXPECT_EQ(h.packet_seq_num, seq);
+  }
 }
 
 // In memory (tests, recovery): nothing to map.
