@@ -96,7 +96,7 @@ def hush_report(ctx, trace):
     """(events, lost events, stream bytes) of a hushtrace trace, from `hushtrace report`."""
     out = ctx.run([ctx.hushtrace, "report", trace])
     ev = re.search(r"^\s+events\s+(\d+)", out, re.M)
-    lost = re.search(r"^\s+lost\s+(none|(\d+) events)", out, re.M)
+    lost = re.search(r"^\s+lost\s+(none|(\d+) events?)", out, re.M)
     if not ev or not lost:
         raise RuntimeError(f"unexpected `hushtrace report` output: {out[:500]}")
     nbytes = dir_bytes(trace, skip=lambda rel: rel.startswith(".ring") or rel == "metadata")

@@ -557,14 +557,15 @@ void Core::EnsureConsumer() {
   if (stopped_ || consumer_started_.load(std::memory_order_relaxed)) return;
   // Detached: Stop() does not wait for it (see Stop) and a Core that is never freed (stopped at
   // exit, or whose grace period never ends) leaves no joinable thread behind. ~Core waits for
-  // consumer_exited_ instead. 1 MiB of stack: it writes from heap buffers, and the sanitizer
-  // builds need several times the release build's frames.
-  base::StartLibraryDetachedThread("hush-consumer", std::size_t{1} << 20, [this] {
+  // consumer_exited_ instead. Started as a joinable thread and detached at once, not through
+  // StartLibraryDetachedThread: that one names itself as it starts, and until then function
+  // tracing would count it as a program thread (functrace/discover.cc, OtherThreadsExist).
+  base::StartLibraryThread("hush-consumer", [this] {
     ConsumerLoop();
     // Release: everything the loop did to this Core happens before ~Core's acquire. Nothing of
     // the Core may be touched after this store: it may be freed at once.
     consumer_exited_.store(true, std::memory_order_release);
-  });
+  }).detach();
   consumer_started_.store(true, std::memory_order_relaxed);
 }
 
