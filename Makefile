@@ -27,8 +27,7 @@ CTEST := ctest --output-on-failure --no-tests=error -j$(JOBS) --test-dir
 # assume the code gcc makes at -O2 for their traced programs (FuncViewsTest.ReportAgreesWithUftrace
 # OnRecursion failed under ASan at -O1). `make test` compiles the tree five times on 2 cores.
 LEAN_DEBUG := "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG"
-SAN_DEBUG := $(LEAN_DEBUG)
-SAN_CMAKE_ARGS := -DHUSH_BUILD_BENCHMARKS=OFF $(SAN_DEBUG)
+SAN_CMAKE_ARGS := -DHUSH_BUILD_BENCHMARKS=OFF $(LEAN_DEBUG)
 ASAN_ENV := ASAN_OPTIONS=detect_leaks=1 \
             UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 TSAN_ENV := TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
@@ -100,14 +99,14 @@ AARCH64_CTEST_ARGS ?= -LE slow
 test-aarch64: setup
 	cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_ARGS) \
 	  && cmake --build build -j$(JOBS) --target hush_bt_dump hushtrace
-	$(call configure_build,build-aarch64,-DHUSH_BUILD_BENCHMARKS=OFF $(LEAN_DEBUG) \
+	$(call configure_build,build-aarch64,$(SAN_CMAKE_ARGS) \
 	  -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake -DHUSH_HOST_BUILD_DIR=$(CURDIR)/build)
 	$(CTEST) build-aarch64 $(AARCH64_CTEST_ARGS)
 
 # The fuzz targets (fuzz/, clang + libFuzzer + ASan/UBSan). Seeds come from traces recorded by the
 # normal build's test programs (fuzz/make_corpus.sh); the corpus grows in $(FUZZ_CORPUS).
 fuzz-build: setup
-	CC=clang CXX=clang++ $(call configure_build,build-fuzz,-DHUSH_FUZZ=ON $(SAN_DEBUG))
+	CC=clang CXX=clang++ $(call configure_build,build-fuzz,-DHUSH_FUZZ=ON $(LEAN_DEBUG))
 
 test-fuzz: test-normal fuzz-build
 	fuzz/make_corpus.sh build $(FUZZ_CORPUS)

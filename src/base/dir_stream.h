@@ -51,19 +51,14 @@ class DirStream {
   DirStream& operator=(const DirStream&) = delete;
 
   explicit operator bool() const { return dir_ != nullptr; }
-  // The next entry, or nullptr at the end (or on a read error: errno set). "." and ".." are
-  // skipped. The entry stays valid until the next call.
-  const dirent* NextEntry() {
+  // The next entry's name, or nullptr at the end (or on a read error: errno set). "." and ".."
+  // are skipped. The name stays valid until the next call.
+  const char* Next() {
     if (dir_ == nullptr) return nullptr;
     while (const dirent* e = ::readdir(dir_)) {
-      if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) return e;
+      if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) return e->d_name;
     }
     return nullptr;
-  }
-  // The next entry's name (see NextEntry).
-  const char* Next() {
-    const dirent* e = NextEntry();
-    return e != nullptr ? e->d_name : nullptr;
   }
   // The descriptor the listing reads through, for *at() calls on its entries; owned here.
   int fd() const { return dir_ != nullptr ? ::dirfd(dir_) : -1; }

@@ -107,14 +107,9 @@ int WriteAll(int fd, const char* data, std::size_t len) {
 // this raises SIGXFSZ: the caller blocks it (Core::AttachUnlocked).
 int WriteZeros(int fd, std::size_t len) {
   static constexpr char kZeros[16384] = {};
-  while (len > 0) {
-    const ssize_t n = ::write(fd, kZeros, std::min(len, sizeof kZeros));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    if (n == 0) return errno = ENOSPC;
-    len -= static_cast<std::size_t>(n);
+  for (std::size_t chunk; len > 0; len -= chunk) {
+    chunk = std::min(len, sizeof kZeros);
+    if (const int e = WriteAll(fd, kZeros, chunk)) return errno = e;  // the caller prints errno
   }
   return 0;
 }
