@@ -227,7 +227,7 @@ void Core::OnForkChild() {
   child->info_.pid = static_cast<std::uint32_t>(::getpid());
   child->calibration_ = parent->calibration_;
   child->forked_child_ = true;
-  child->next_file_index_ = parent->next_file_index_;
+  child->file_numbers_ = std::move(parent->file_numbers_);  // the page shared by the whole tree
   ReleaseParentInChild(parent, true);  // after the copies above: the directories stay open
   child->generation_ = next_generation_.fetch_add(1, std::memory_order_relaxed);
   // This thread's writer points into a ring of the parent: the next event re-attaches (new
@@ -322,6 +322,9 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
     Abandon();
     return false;
   }
+  // Fork children take their file numbers from the same counter (file_numbers.h). Without the
+  // shared page they still find free numbers, one O_EXCL attempt per number taken before them.
+  if (options_.follow_children) file_numbers_.Map();
   if (::getrandom(info_.uuid, sizeof info_.uuid, 0) != sizeof info_.uuid) {
     for (auto& b : info_.uuid) b = static_cast<std::uint8_t>(std::rand());
   }
@@ -482,7 +485,7 @@ ring::Ring* Core::AttachUnlocked(internal::ThreadWriter& w, bool fresh) {
   base::UniqueFd fd;
   std::string stream;
   for (std::uint32_t tries = 0; tries < 1024 && !fd; ++tries) {
-    const std::uint32_t n = next_file_index_++;
+    const std::uint32_t n = file_numbers_.Take();
     error.clear();
     r = ring::Ring::Create(ring_dirfd_.get(), n, config, &error);
     if (!r) {

@@ -40,6 +40,7 @@
 #include "ring/reserve.h"
 #include "ring/ring_buffer.h"
 #include "sched/sched_recorder.h"
+#include "session/file_numbers.h"
 
 namespace hush::session {
 
@@ -200,7 +201,7 @@ class Core final : public ring::Owner {
   bool quiescent_ = false;
   std::uint64_t generation_ = 0;
   bool forked_child_ = false;  // a fork child's session: writes streams, never the metadata
-  std::uint32_t next_file_index_ = 0;  // mu_: next N to try for ring_<N> / stream_<N>
+  FileNumbers file_numbers_;  // mu_: the N of ring_<N> / stream_<N> to try next (file_numbers.h)
   std::size_t subbuf_size_ = 0;
   std::uint32_t subbuf_count_ = 0;
   format::TraceInfo info_;

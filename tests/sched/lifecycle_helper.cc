@@ -7,6 +7,10 @@
 //                                  waits for it, emits gen=2
 //   lifecycle_helper fork-exit     emits gen=0, forks 20 children that emit gen=1 (10 times each)
 //                                  and leave with _exit() (no exit-time write-out), emits gen=2
+//   lifecycle_helper fork-many N   emits gen=0, forks N children one after another, each emitting
+//                                  gen=1 once and leaving with exit(), waits for each before the
+//                                  next, emits gen=2 (issue 17, item 5: a child's cost must not
+//                                  grow with the number of children before it; bench/fork_cost.sh)
 //   lifecycle_helper chain         emits gen=0, execs itself as `chain-1` under the same pid, which
 //                                  emits gen=1 and execs `chain-2`, which emits gen=2 and exits
 #include <sys/wait.h>
@@ -40,6 +44,24 @@ int WaitFor(pid_t pid) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 3 && std::strcmp(argv[1], "fork-many") == 0) {
+    const long n = std::strtol(argv[2], nullptr, 10);
+    if (n < 0 || n > 100000) return 2;
+    Emit(0, 1);
+    std::fflush(nullptr);
+    int failed = 0;
+    for (long i = 0; i < n && failed == 0; ++i) {
+      const pid_t kid = ::fork();
+      if (kid < 0) return 1;
+      if (kid == 0) {
+        Emit(1, 1);
+        std::exit(0);
+      }
+      failed = WaitFor(kid);
+    }
+    Emit(2, 1);
+    return failed;
+  }
   if (argc != 2) return 2;
   const std::string mode = argv[1];
   if (mode == "exec-child") {

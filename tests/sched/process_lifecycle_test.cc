@@ -150,7 +150,8 @@ struct Recorded {
   std::uint32_t child = 0;
 };
 
-Recorded Record(const TempDir& tmp, const std::string& mode, bool follow, bool sched = false) {
+Recorded Record(const TempDir& tmp, const std::string& mode, bool follow, bool sched = false,
+                const std::string& arg = "") {
   Recorded r;
   r.dir = tmp.Sub("trace");
   std::vector<std::string> argv = {HUSH_CLI, "record", "-e", "lc:*", "-o", r.dir};
@@ -158,6 +159,7 @@ Recorded Record(const TempDir& tmp, const std::string& mode, bool follow, bool s
   if (sched) argv.push_back("--sched");
   argv.push_back(HUSH_LIFECYCLE_HELPER);
   argv.push_back(mode);
+  if (!arg.empty()) argv.push_back(arg);
   r.record = hushtest::RunProcess(argv, hushtest::ChildEnv());
   const std::size_t at = r.record.out.find("child ");
   if (at != std::string::npos) r.child = static_cast<std::uint32_t>(std::stoul(r.record.out.substr(at + 6)));
@@ -316,6 +318,34 @@ TEST(ProcessLifecycle, RecordReturnsWithTheEventsOfChildrenThatLeftWithExit) {
   std::set<std::uint64_t> children(gens.at(1).begin(), gens.at(1).end());
   EXPECT_EQ(children.size(), 20u);
   EXPECT_EQ(gens.at(2).size(), 10u);
+}
+
+// Issue 17, item 5: children forked one after another each take the next file number from the
+// counter the whole process tree shares (src/session/file_numbers.h), instead of trying every
+// number an earlier child used (each try created and sized a ring file before finding the stream
+// taken: quadratic in the number of children). Each child's one event is in the trace, in its own
+// stream, and the numbers are dense: 0 for the parent, then one per child. How the cost grows is
+// measured in bench/fork_cost.sh (docs/benchmarks.md), not timed here.
+TEST(ProcessLifecycle, ChildrenForkedOneAfterAnotherTakeTheNextFileNumbers) {
+  constexpr int kChildren = 100;
+  TempDir tmp("lifecycle_fork_many");
+  const Recorded r = Record(tmp, "fork-many", true, false, std::to_string(kChildren));
+  ASSERT_TRUE(r.record.exited && r.record.exit_code == 0) << r.record.Describe();
+  std::set<int> numbers;
+  for (const std::string& name : hushtest::ListDir(r.dir)) {
+    if (name.rfind("stream_", 0) == 0) numbers.insert(std::stoi(name.substr(7)));
+  }
+  ASSERT_EQ(numbers.size(), static_cast<std::size_t>(kChildren + 1));
+  EXPECT_EQ(*numbers.begin(), 0);
+  EXPECT_EQ(*numbers.rbegin(), kChildren);
+  std::string bt;
+  const auto gens = Generations({r.dir}, &bt);
+  ASSERT_EQ(gens.size(), 3u) << bt;
+  EXPECT_EQ(gens.at(0).size(), 1u);
+  EXPECT_EQ(gens.at(2).size(), 1u);
+  const std::set<std::uint64_t> children(gens.at(1).begin(), gens.at(1).end());
+  EXPECT_EQ(gens.at(1).size(), static_cast<std::size_t>(kChildren));
+  EXPECT_EQ(children.size(), static_cast<std::size_t>(kChildren));
 }
 
 // Issue 17, item 8: every image of an exec chain under one pid is traced (proc-PID, then
