@@ -29,6 +29,9 @@ class Ctx:
         self.hushtrace = os.path.join(build, "tools", "hushtrace", "hushtrace")
         self.scratch_mem = scratch_mem  # /dev/shm: traces of the latency workloads
         self.scratch_disk = scratch_disk  # on disk: throughput traces, file create/delete
+        self.trace_base = scratch_mem  # latency workloads' traces (run.py --traces-on-disk)
+        self.reps = None  # run.py --reps: repetitions of the latency workloads
+        self.other_lib = None  # run.py --other-lib: mode hush_on_other of the latency workloads
         self.commands = []
         self.lttng = None
         self.have_uftrace = False

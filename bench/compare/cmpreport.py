@@ -10,7 +10,8 @@ import sys
 import tempfile
 
 LABELS = {"untraced": "untraced", "hush_off": "hushtrace linked, off", "hush_on": "hushtrace on",
-          "lttng_off": "LTTng-UST linked, no session", "lttng_on": "LTTng-UST on"}
+          "lttng_off": "LTTng-UST linked, no session", "lttng_on": "LTTng-UST on",
+          "hush_on_other": "hushtrace on, other library (run.py --other-lib)"}
 LM_LABELS = {"plain": "plain build", "nop5": "5-byte NOP build (-pg -mfentry -mnop-mcount)",
              "split": "five 1-byte NOPs (-fpatchable-function-entry=5)",
              "hush_functions": "hushtrace record --functions 'lm::*' (5-byte NOP build)",

@@ -13,7 +13,8 @@ MODES = ["untraced", "hush_off", "hush_on", "lttng_off", "lttng_on"]
 
 
 def _modes(ctx):
-    return [m for m in MODES if ctx.lttng or not m.startswith("lttng")]
+    modes = [m for m in MODES if ctx.lttng or not m.startswith("lttng")]
+    return modes + (["hush_on_other"] if ctx.other_lib else [])
 
 
 class Runner:
@@ -23,7 +24,7 @@ class Runner:
         self.ctx = ctx
         self.name = name
         self.session = f"hushcmp-{os.getpid()}-{name}"
-        self.lttng_dir = os.path.join(ctx.scratch_mem, f"lttng-{name}")
+        self.lttng_dir = os.path.join(ctx.trace_base, f"lttng-{name}")
         self.lttng_expected = 0
         self.hush_checks = []
         if ctx.lttng:
@@ -31,16 +32,18 @@ class Runner:
 
     def run(self, mode, args, sample_file=None):
         ctx = self.ctx
-        exe = {"untraced": "cmp_plain", "hush_off": "cmp_hush", "hush_on": "cmp_hush",
+        exe = {"untraced": "cmp_plain", "hush_off": "cmp_hush", "hush_on": "cmp_hush", "hush_on_other": "cmp_hush",
                "lttng_off": "cmp_lttng", "lttng_on": "cmp_lttng"}[mode]
         argv = [os.path.join(ctx.cmp, exe)] + [str(a) for a in args]
         if sample_file:
             argv.append(sample_file)
         env = {}
         trace = None
-        if mode == "hush_on":
-            trace = ctx.fresh(ctx.scratch_mem, f"hush-{self.name}")
+        if mode in ("hush_on", "hush_on_other"):
+            trace = ctx.fresh(ctx.trace_base, f"hush-{self.name}")
             env = {"HUSHTRACE_EVENTS": "hushbench:two_int", "HUSHTRACE_OUTPUT": trace}
+            if mode == "hush_on_other":  # run.py --other-lib: the same program, another library
+                env["LD_LIBRARY_PATH"] = ctx.other_lib
         if mode == "lttng_on":
             ctx.lttng.start(self.session)
         try:
@@ -103,7 +106,7 @@ def _interleaved(ctx, runner, reps, args, samples_out=None):
 
 
 def pingpong(ctx, samples_out):
-    n, reps = (20000, 3) if ctx.quick else (100000, 7)
+    n, reps = (20000, 3) if ctx.quick else (100000, ctx.reps or 7)
     log(f"workload 2: pipe ping-pong, {n} round trips x {reps} repetitions per mode")
     r = Runner(ctx, "pingpong")
     runs = _interleaved(ctx, r, reps, ["pingpong", n, 0], samples_out)
@@ -115,7 +118,7 @@ def pingpong(ctx, samples_out):
 
 
 def wakeup(ctx, samples_out):
-    n, reps = (1000, 3) if ctx.quick else (5000, 5)
+    n, reps = (1000, 3) if ctx.quick else (5000, ctx.reps or 5)
     log(f"workload 3: wake-up lateness, {n} x 200 us periods x {reps} repetitions per mode")
     r = Runner(ctx, "wakeup")
     runs = _interleaved(ctx, r, reps, ["wakeup", n, 200], samples_out)
@@ -130,7 +133,7 @@ def wakeup(ctx, samples_out):
 
 
 def hackbench(ctx):
-    g, f, loops, reps = (4, 2, 500, 3) if ctx.quick else (4, 2, 3000, 9)
+    g, f, loops, reps = (4, 2, 500, 3) if ctx.quick else (4, 2, 3000, ctx.reps or 9)
     log(f"workload 4: message passing (hackbench -g {g} -f {f} -l {loops} analogue) x {reps}")
     r = Runner(ctx, "hackbench")
     runs = _interleaved(ctx, r, reps, ["hackbench", g, f, loops])

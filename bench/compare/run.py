@@ -135,6 +135,14 @@ def main():
     ap.add_argument("--plots", help="directory for the PNG plots (default bench/results for a "
                                     "full run, none for --quick)")
     ap.add_argument("--only", help="comma-separated subset of " + ",".join(WORKLOADS))
+    ap.add_argument("--traces-on-disk", action="store_true",
+                    help="traces of the latency workloads (pingpong, wakeup, hackbench) under the "
+                         "build directory instead of /dev/shm, for both tracers")
+    ap.add_argument("--other-lib", help="directory holding another libhushtrace.so.0.1 (an older "
+                                         "build): adds its traced runs (mode hush_on_other) to "
+                                         "the latency workloads, interleaved with the others")
+    ap.add_argument("--reps", type=int, help="repetitions per mode of the latency workloads "
+                                             "(default: each workload's own)")
     a = ap.parse_args()
     build_dir = os.path.abspath(a.build_dir)
     stamp = time.strftime("%Y%m%d-%H%M", time.gmtime())
@@ -158,6 +166,9 @@ def main():
     scratch_disk = tempfile.mkdtemp(prefix="hushcmp-disk.", dir=build_dir)
     ctx = Ctx(ROOT, build_dir, a.quick, scratch_mem, scratch_disk)
     ctx.have_uftrace = with_uftrace
+    ctx.trace_base = scratch_disk if a.traces_on_disk else scratch_mem
+    ctx.reps = a.reps
+    ctx.other_lib = os.path.abspath(a.other_lib) if a.other_lib else None
     lt = Lttng(ctx) if with_lttng else None
 
     def on_signal(signum, _frame):

@@ -104,7 +104,7 @@ int WriteAll(int fd, const char* data, std::size_t len) {
 
 // Writes `len` zero bytes at the file offset of `fd` (write(), not pwrite(): a sandbox may deny
 // pwrite to keep /proc/self/mem closed, tests/keys). Returns 0 or an errno. Past RLIMIT_FSIZE
-// this raises SIGXFSZ: the caller blocks it (Core::AttachUnlocked).
+// this raises SIGXFSZ: the caller blocks it (Core::CreateBufferFiles).
 int WriteZeros(int fd, std::size_t len) {
   static constexpr char kZeros[16384] = {};
   for (std::size_t chunk; len > 0; len -= chunk) {

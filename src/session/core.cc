@@ -456,7 +456,9 @@ bool Core::WriteMetadata(std::string* error) {
   return ok;
 }
 
-ring::Ring* Core::AttachUnlocked(internal::ThreadWriter& w, bool fresh) {
+ring::Ring* Core::Attach(internal::ThreadWriter& w, bool fresh) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (stopped_) return nullptr;
   // Reuse a free ring (its previous thread exited) before creating one.
   for (std::uint32_t i = 0, n = fresh ? 0 : ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
     RingSlot& slot = slots_[i];
@@ -465,8 +467,7 @@ ring::Ring* Core::AttachUnlocked(internal::ThreadWriter& w, bool fresh) {
       return slot.ring.get();
     }
   }
-  const std::uint32_t index = ring_count_.load(std::memory_order_relaxed);
-  if (index == kMaxRings) {
+  if (ring_count_.load(std::memory_order_relaxed) + creating_ >= kMaxRings) {
     WarnOnce(warned_alloc_, "too many threads: the thread's events are discarded");
     CountUnattached();
     return nullptr;
@@ -477,37 +478,23 @@ ring::Ring* Core::AttachUnlocked(internal::ThreadWriter& w, bool fresh) {
   config.mode = options_.mode == Mode::kFlight ? ring::RingMode::kFlight : ring::RingMode::kStream;
   std::memcpy(config.uuid, info_.uuid, sizeof config.uuid);
   config.pid = info_.pid;
-  // File number N of ring_<N> / stream_<N>: the first free one. Processes of one trace (fork
-  // children, docs/format.md) share the directory; O_EXCL on both files makes N theirs.
-  std::string error;
-  const FileSizeSignalGuard no_sigxfsz;  // sizing a ring file may exceed RLIMIT_FSIZE
+  // The files are created without mu_. Creating two files and sizing a ring takes 0.2-0.9 ms of
+  // a busy machine's time (ext4, 2 CPUs, 16 threads starting at once), and a thread preempted
+  // while holding mu_ made every other starting thread wait for it: the first events of 16
+  // hackbench threads queued ~7 ms behind each other (issue 19). The directories stay open
+  // meanwhile: Unpublish (Stop, a failed Start) waits for creating_ to fall to 0 before anything
+  // closes them, and the creator installs nothing once the session is stopped.
+  ++creating_;
+  const int dirfd = dirfd_.get();
+  const int ring_dirfd = ring_dirfd_.get();
+  lock.unlock();
   std::unique_ptr<ring::Ring> r;
   base::UniqueFd fd;
-  std::string stream;
-  for (std::uint32_t tries = 0; tries < 1024 && !fd; ++tries) {
-    const std::uint32_t n = file_numbers_.Take();
-    error.clear();
-    r = ring::Ring::Create(ring_dirfd_.get(), n, config, &error);
-    if (!r) {
-      if (errno == EEXIST) continue;  // Create fails right after its O_EXCL open
-      break;
-    }
-    stream = "stream_" + std::to_string(n);
-    fd.reset(::openat(dirfd_.get(), stream.c_str(),
-                      O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND, 0600));
-    if (!fd) {
-      const int e = errno;
-      ::unlinkat(ring_dirfd_.get(), ("ring_" + std::to_string(n)).c_str(), 0);
-      r.reset();
-      if (e != EEXIST) {
-        errno = e;
-        error = ErrnoMessage("cannot create " + stream);
-        break;
-      }
-    }
-  }
-  if (!r || !fd) {
-    if (error.empty()) error = "no free stream number in " + output_dir_;
+  std::string error;
+  CreateBufferFiles(dirfd, ring_dirfd, config, &r, &fd, &error);
+  lock.lock();
+  if (--creating_ == 0) created_cv_.notify_all();
+  if (!r) {
     if (!warned_attach_.exchange(true, std::memory_order_relaxed)) {
       std::fprintf(stderr, "hushtrace: %s; the events of threads without a buffer are discarded\n",
                    error.c_str());
@@ -515,6 +502,12 @@ ring::Ring* Core::AttachUnlocked(internal::ThreadWriter& w, bool fresh) {
     CountUnattached();
     return nullptr;
   }
+  if (stopped_) {  // stopped meanwhile: the files were never part of the trace
+    ::unlinkat(dirfd, ("stream_" + std::to_string(r->index())).c_str(), 0);
+    ::unlinkat(ring_dirfd, ("ring_" + std::to_string(r->index())).c_str(), 0);
+    return nullptr;
+  }
+  const std::uint32_t index = ring_count_.load(std::memory_order_relaxed);
   slots_.Ensure(index);
   RingSlot& slot = slots_[index];
   slot.ring = std::move(r);
@@ -525,10 +518,41 @@ ring::Ring* Core::AttachUnlocked(internal::ThreadWriter& w, bool fresh) {
   return slot.ring.get();
 }
 
-ring::Ring* Core::Attach(internal::ThreadWriter& w, bool fresh) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (stopped_) return nullptr;
-  return AttachUnlocked(w, fresh);
+void Core::CreateBufferFiles(int dirfd, int ring_dirfd, const ring::RingConfig& config,
+                             std::unique_ptr<ring::Ring>* ring, base::UniqueFd* stream_fd,
+                             std::string* error) const {
+  // File number N of ring_<N> / stream_<N>: from the counter of the process tree
+  // (file_numbers.h); O_EXCL on both files makes N ours, and a number found taken is skipped.
+  const FileSizeSignalGuard no_sigxfsz;  // sizing a ring file may exceed RLIMIT_FSIZE
+  std::unique_ptr<ring::Ring> r;
+  base::UniqueFd fd;
+  for (std::uint32_t tries = 0; tries < 1024 && !fd; ++tries) {
+    const std::uint32_t n = file_numbers_.Take();
+    error->clear();
+    r = ring::Ring::Create(ring_dirfd, n, config, error);
+    if (!r) {
+      if (errno == EEXIST) continue;  // Create fails right after its O_EXCL open
+      break;
+    }
+    const std::string stream = "stream_" + std::to_string(n);
+    fd.reset(::openat(dirfd, stream.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND, 0600));
+    if (!fd) {
+      const int e = errno;
+      ::unlinkat(ring_dirfd, ("ring_" + std::to_string(n)).c_str(), 0);
+      r.reset();
+      if (e != EEXIST) {
+        errno = e;
+        *error = ErrnoMessage("cannot create " + stream);
+        break;
+      }
+    }
+  }
+  if (!r || !fd) {
+    if (error->empty()) *error = "no free stream number in " + output_dir_;
+    return;
+  }
+  *ring = std::move(r);
+  *stream_fd = std::move(fd);
 }
 
 void Core::Detach(internal::ThreadWriter& w) {
@@ -599,13 +623,19 @@ void Core::PrefaultBusyRings() {
   // all its pages now (ring_buffer.h, Prefault) moves the rest of its first-touch page faults,
   // ~1.7 µs each, off the traced thread (docs/benchmarks.md, "Function tracing"). Rings of quiet
   // threads stay lazily mapped: populating every ring would make each thread's whole buffer
-  // resident.
+  // resident. Nor is a ring populated once its thread has left (owner_tid 0: Detach): its one
+  // packet was closed by the exit, not by going round, and no one writes there until another
+  // thread takes the ring. Populating those cost a short many-threaded program more than all
+  // its events (issue 19: 16 hackbench threads, 1 MiB each, ~20 ms of CPU per run on ext4).
   const base::ForkGateSection working;  // base/fork_gate.h
   std::lock_guard<std::mutex> lock(write_mu_);
   if (writes_closed_) return;
   for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_acquire); i < n; ++i) {
     ring::Ring& r = *slots_[i].ring;
-    if (r.header().produced.load(std::memory_order_relaxed) != 0) r.Prefault();
+    const ring::RingHeader& h = r.header();
+    if (h.produced.load(std::memory_order_relaxed) != 0 && h.owner_tid.load(std::memory_order_relaxed) != 0) {
+      r.Prefault();
+    }
   }
 }
 
@@ -716,6 +746,10 @@ void Core::Unpublish(std::unique_lock<std::mutex>& lock) {
   lock.unlock();
   quiescent_ = writers::WaitBeforeFreeing(std::chrono::milliseconds(20));
   lock.lock();
+  // Threads creating buffer files (Attach) use the directory descriptors without mu_; they
+  // install nothing now that stopped_ is set, and the directories may close once they are done.
+  // Bounded by a few file creations, or by the file system's own stalls.
+  created_cv_.wait(lock, [this] { return creating_ == 0; });
 }
 
 void Core::Stop() {

@@ -176,7 +176,11 @@ class Core final : public ring::Owner {
   void TakePendingTriggers();                    // snapshot thread
   void StartSched();  // --sched; a refusal is reported once and the rest recorded
   bool WriteMetadata(std::string* error);
-  ring::Ring* AttachUnlocked(internal::ThreadWriter& w, bool fresh);  // mu_ held
+  // Creates .ring/ring_<N> and stream_<N> for a new buffer, N from file_numbers_; runs without
+  // mu_ (Attach). On failure *ring stays null and *error says why.
+  void CreateBufferFiles(int dirfd, int ring_dirfd, const ring::RingConfig& config,
+                         std::unique_ptr<ring::Ring>* ring, base::UniqueFd* stream_fd,
+                         std::string* error) const;
   void WriteAll(bool include_open);
   void WriteAllLocked(bool include_open);  // write_mu_ held
   // Stop()'s first half, also a failed Start()'s after publishing: disables the events, sends the
@@ -201,7 +205,11 @@ class Core final : public ring::Owner {
   bool quiescent_ = false;
   std::uint64_t generation_ = 0;
   bool forked_child_ = false;  // a fork child's session: writes streams, never the metadata
-  FileNumbers file_numbers_;  // mu_: the N of ring_<N> / stream_<N> to try next (file_numbers.h)
+  // The N of ring_<N> / stream_<N> to try next (file_numbers.h); Take() is safe without mu_.
+  mutable FileNumbers file_numbers_;
+  // mu_: threads creating buffer files without mu_ (Attach); Unpublish waits for 0 on created_cv_.
+  std::uint32_t creating_ = 0;
+  std::condition_variable created_cv_;
   std::size_t subbuf_size_ = 0;
   std::uint32_t subbuf_count_ = 0;
   format::TraceInfo info_;

@@ -17,13 +17,13 @@ FileNumbers::~FileNumbers() {
 }
 
 FileNumbers::FileNumbers(FileNumbers&& other) noexcept
-    : shared_(std::exchange(other.shared_, nullptr)), local_(other.local_) {}
+    : shared_(std::exchange(other.shared_, nullptr)), local_(other.local_.load(std::memory_order_relaxed)) {}
 
 FileNumbers& FileNumbers::operator=(FileNumbers&& other) noexcept {
   if (this != &other) {
     if (shared_ != nullptr) ::munmap(shared_, PageSize());
     shared_ = std::exchange(other.shared_, nullptr);
-    local_ = other.local_;
+    local_.store(other.local_.load(std::memory_order_relaxed), std::memory_order_relaxed);
   }
   return *this;
 }
@@ -34,7 +34,7 @@ bool FileNumbers::Map() {
   void* page = ::mmap(nullptr, PageSize(), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (page == MAP_FAILED) return false;
   if (shared_ != nullptr) ::munmap(shared_, PageSize());
-  shared_ = new (page) std::atomic<std::uint32_t>(local_);
+  shared_ = new (page) std::atomic<std::uint32_t>(local_.load(std::memory_order_relaxed));
   return true;
 }
 

@@ -11,7 +11,7 @@
 // costs one atomic increment whatever the number of children before it.
 //
 // The counter is a hint, never trusted: the files are still created with O_EXCL (core.cc,
-// AttachUnlocked) and a number found taken is skipped. A descendant that scribbles on the page
+// Attach) and a number found taken is skipped. A descendant that scribbles on the page
 // (it is writable by every process of the tree, which all run as the same user until one changes
 // credentials) can make others skip numbers or retry, never share a file. std::atomic on a shared
 // mapping is address-free for a lock-free type, which std::uint32_t is on every target here.
@@ -35,15 +35,16 @@ class FileNumbers {
   // Maps the shared page with the counter at 0. False (and errno) if the mapping failed: Take()
   // then hands out numbers from a counter of this process alone, as before this class.
   bool Map();
-  // The next number to try. Relaxed: the number orders nothing; the files' O_EXCL decides.
+  // The next number to try; callable from several threads at once (Map and moves are not).
+  // Relaxed: the number orders nothing; the files' O_EXCL decides.
   std::uint32_t Take() {
     if (shared_ != nullptr) return shared_->fetch_add(1, std::memory_order_relaxed);
-    return local_++;
+    return local_.fetch_add(1, std::memory_order_relaxed);
   }
 
  private:
   std::atomic<std::uint32_t>* shared_ = nullptr;  // in the MAP_SHARED page, or null
-  std::uint32_t local_ = 0;
+  std::atomic<std::uint32_t> local_{0};
   static_assert(std::atomic<std::uint32_t>::is_always_lock_free, "shared between processes");
 };
 

@@ -314,7 +314,7 @@ void Core::BeginSnapshot(const TriggerInfo& info) {
 void Core::CopySnapshot(OpenSnapshot& s) {
   std::lock_guard<std::mutex> lock(write_mu_);  // the rings' consumer side (ring_buffer.h)
   const FileSizeSignalGuard no_sigxfsz;
-  const std::uint32_t n = ring_count_.load(std::memory_order_acquire);  // pairs with AttachUnlocked
+  const std::uint32_t n = ring_count_.load(std::memory_order_acquire);  // pairs with Attach
   s.streams.resize(n);
   s.cursors.resize(n);
   for (std::uint32_t i = 0; i < n; ++i) {

@@ -38,12 +38,19 @@ void OnThreadExit(void*) {
   const std::uint32_t previous = internal::EnterEvent(w);  // no event of ours during detach
   Core* core = Core::Active();
   if (core != nullptr && w.ring != nullptr && w.generation == core->generation()) {
+    auto* ring = static_cast<ring::Ring*>(w.ring);  // lives as long as the Core: we are in an event
     core->Detach(w);
-    // Detach closed a packet: short-lived threads that never fill one would otherwise pile
-    // closed packets into the rings, with no consumer started or a sleeping one, until the
-    // rings discard.
+    // Detach closed a packet. The consumer must run (it may not have started: a thread that never
+    // filled a packet), but it need not run now: its periodic pass (core.cc, ConsumerLoop)
+    // writes the packet, and waking it at every exit made it compete with the program's
+    // remaining threads for the CPUs at their busiest (issue 19: 16 threads ending together).
+    // It is woken when the ring is half full, as by a producer (ring/reserve.cc), so that
+    // threads reusing the ring one after another, each leaving a packet, never make it discard.
     core->EnsureConsumer();
-    core->WakeConsumer();
+    const ring::RingHeader& h = ring->header();
+    const std::uint64_t backlog = h.produced.load(std::memory_order_relaxed) -
+                                  h.consumed.load(std::memory_order_relaxed);
+    if (backlog * 2 >= ring->subbuf_count()) core->WakeConsumer();
   }
   w.end.store(nullptr, std::memory_order_relaxed);
   w.ring = nullptr;
