@@ -167,14 +167,11 @@ Core::~Core() {
 }
 
 // The parent's session as a fork child sees it: its rings are not mapped here (MADV_DONTFORK,
-// ring_buffer.cc) and its stream descriptors are closed, so nothing in the child (a Stop() of the
+// ring_buffer.cc) and it holds no stream descriptor (RingSlot), so nothing in the child (a Stop() of the
 // copied Session, a child that drops its privileges) can write into the parent's trace. The
 // parent's Core is never freed in the child (session_api.cc keeps it as an orphan).
 void Core::ReleaseParentInChild(Core* parent, bool keep_directories) {
   parent->stopped_ = true;
-  for (std::uint32_t i = 0, n = parent->ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
-    parent->slots_[i].stream_fd.reset();
-  }
   // The parent's snapshot thread is not in the child: its snapshots' descriptors are closed here.
   parent->open_snapshots_.clear();
   parent->snapshots_dirfd_.reset();
@@ -416,7 +413,6 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
 void Core::Abandon() {
   for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
     const std::string number = std::to_string(slots_[i].ring->index());
-    slots_[i].stream_fd.reset();
     ::unlinkat(dirfd_.get(), ("stream_" + number).c_str(), 0);
     ::unlinkat(ring_dirfd_.get(), ("ring_" + number).c_str(), 0);
   }
@@ -488,10 +484,8 @@ ring::Ring* Core::Attach(internal::ThreadWriter& w, bool fresh) {
   const int dirfd = dirfd_.get();
   const int ring_dirfd = ring_dirfd_.get();
   lock.unlock();
-  std::unique_ptr<ring::Ring> r;
-  base::UniqueFd fd;
   std::string error;
-  CreateBufferFiles(dirfd, ring_dirfd, config, &r, &fd, &error);
+  std::unique_ptr<ring::Ring> r = CreateBufferFiles(dirfd, ring_dirfd, config, &error);
   lock.lock();
   if (--creating_ == 0) created_cv_.notify_all();
   if (!r) {
@@ -511,48 +505,39 @@ ring::Ring* Core::Attach(internal::ThreadWriter& w, bool fresh) {
   slots_.Ensure(index);
   RingSlot& slot = slots_[index];
   slot.ring = std::move(r);
-  slot.stream_fd = std::move(fd);
   slot.writer = &w;
   // Release: pairs with the acquire in the consumer's loop; it sees a fully built slot.
   ring_count_.store(index + 1, std::memory_order_release);
   return slot.ring.get();
 }
 
-void Core::CreateBufferFiles(int dirfd, int ring_dirfd, const ring::RingConfig& config,
-                             std::unique_ptr<ring::Ring>* ring, base::UniqueFd* stream_fd,
-                             std::string* error) const {
+std::unique_ptr<ring::Ring> Core::CreateBufferFiles(int dirfd, int ring_dirfd, const ring::RingConfig& config,
+                                                     std::string* error) const {
   // File number N of ring_<N> / stream_<N>: from the counter of the process tree
   // (file_numbers.h); O_EXCL on both files makes N ours, and a number found taken is skipped.
   const FileSizeSignalGuard no_sigxfsz;  // sizing a ring file may exceed RLIMIT_FSIZE
-  std::unique_ptr<ring::Ring> r;
-  base::UniqueFd fd;
-  for (std::uint32_t tries = 0; tries < 1024 && !fd; ++tries) {
+  for (std::uint32_t tries = 0; tries < 1024; ++tries) {
     const std::uint32_t n = file_numbers_.Take();
     error->clear();
-    r = ring::Ring::Create(ring_dirfd, n, config, error);
+    std::unique_ptr<ring::Ring> r = ring::Ring::Create(ring_dirfd, n, config, error);
     if (!r) {
       if (errno == EEXIST) continue;  // Create fails right after its O_EXCL open
-      break;
+      return nullptr;
     }
     const std::string stream = "stream_" + std::to_string(n);
-    fd.reset(::openat(dirfd, stream.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND, 0600));
-    if (!fd) {
-      const int e = errno;
-      ::unlinkat(ring_dirfd, ("ring_" + std::to_string(n)).c_str(), 0);
-      r.reset();
-      if (e != EEXIST) {
-        errno = e;
-        *error = ErrnoMessage("cannot create " + stream);
-        break;
-      }
+    // Created now, empty, to claim N; the consumer reopens it by name for each write-out.
+    const base::UniqueFd fd(::openat(dirfd, stream.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (fd) return r;
+    const int e = errno;
+    ::unlinkat(ring_dirfd, ("ring_" + std::to_string(n)).c_str(), 0);
+    if (e != EEXIST) {
+      errno = e;
+      *error = ErrnoMessage("cannot create " + stream);
+      return nullptr;
     }
   }
-  if (!r || !fd) {
-    if (error->empty()) *error = "no free stream number in " + output_dir_;
-    return;
-  }
-  *ring = std::move(r);
-  *stream_fd = std::move(fd);
+  *error = "no free stream number in " + output_dir_;
+  return nullptr;
 }
 
 void Core::Detach(internal::ThreadWriter& w) {
@@ -601,13 +586,30 @@ void Core::WriteAll(bool include_open) {
   WriteAllLocked(include_open);
 }
 
-void Core::WriteAllLocked(bool include_open) {
-  // After Stop()'s final write the stream descriptors are closed (or about to be): a consumer
-  // that wakes late writes nothing.
+void Core::WriteAllLocked(bool include_open, bool last) {
+  // After Stop()'s final write the directories are closed (or about to be): a consumer that
+  // wakes late writes nothing.
   if (writes_closed_) return;
   const FileSizeSignalGuard no_sigxfsz;
   for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_acquire); i < n; ++i) {
-    const ring::WriteResult r = slots_[i].ring->WriteNew(slots_[i].stream_fd.get(), include_open);
+    ring::Ring& ring = *slots_[i].ring;
+    // The periodic pass opens only the streams of rings with a closed packet not yet written.
+    // A pass with the open packets (Stop, a snapshot) opens every one: besides the open packet
+    // there may be losses since the last packet written, which WriteNew records in a loss
+    // marker (ring_buffer.cc, WriteLossMarker), e.g. a last thread whose events were all
+    // discarded.
+    const ring::RingHeader& h = ring.header();
+    const bool pending = include_open || h.produced.load(std::memory_order_acquire) !=
+                                             h.written_seq.load(std::memory_order_relaxed);
+    if (!pending) continue;
+    const std::string stream = "stream_" + std::to_string(ring.index());
+    const base::UniqueFd fd(::openat(dirfd_.get(), stream.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC));
+    const int open_error = fd ? 0 : errno;
+    // Without a descriptor (the program used all it may have: EMFILE) the packets stay in the
+    // ring for a later pass, which finds one free; the last pass counts them lost instead.
+    if (!fd && !last) continue;
+    ring::WriteResult r = ring.WriteNew(fd.get(), include_open);
+    if (!fd && r.error != 0) r.error = open_error;
     if (r.error != 0) {
       write_errors_.fetch_add(1, std::memory_order_relaxed);
       if (!write_error_reported_.exchange(true)) {
@@ -788,7 +790,7 @@ void Core::Stop() {
   }
   {
     std::lock_guard<std::mutex> write_lock(write_mu_);
-    WriteAllLocked(true);
+    WriteAllLocked(true, /*last=*/true);
     writes_closed_ = true;
   }
   lock.lock();
@@ -813,7 +815,6 @@ void Core::Stop() {
   // mappings stay valid after the unlink until the Core is freed (see "Lifetime" in core.h),
   // which gives their space back.
   for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
-    slots_[i].stream_fd.reset();
     ::unlinkat(ring_dirfd_.get(), ("ring_" + std::to_string(slots_[i].ring->index())).c_str(), 0);
   }
   // Processes following this one (fork children) may still create rings in .ring: it stays.

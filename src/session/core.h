@@ -77,8 +77,10 @@ struct OpenSnapshot {
 };
 
 struct RingSlot {
+  // Its stream file, stream_<ring->index()>, is not held open: the consumer opens it for each
+  // write-out (Core::WriteAllLocked), so that a session holds a constant number of descriptors
+  // whatever the number of threads (issue 17, item 3).
   std::unique_ptr<ring::Ring> ring;
-  base::UniqueFd stream_fd;  // closed by Stop() once the trace is written
   internal::ThreadWriter* writer = nullptr;  // guarded by mu_; nullptr when free
 };
 
@@ -176,13 +178,14 @@ class Core final : public ring::Owner {
   void TakePendingTriggers();                    // snapshot thread
   void StartSched();  // --sched; a refusal is reported once and the rest recorded
   bool WriteMetadata(std::string* error);
-  // Creates .ring/ring_<N> and stream_<N> for a new buffer, N from file_numbers_; runs without
-  // mu_ (Attach). On failure *ring stays null and *error says why.
-  void CreateBufferFiles(int dirfd, int ring_dirfd, const ring::RingConfig& config,
-                         std::unique_ptr<ring::Ring>* ring, base::UniqueFd* stream_fd,
-                         std::string* error) const;
+  // Creates .ring/ring_<N> and an empty stream_<N> (closed again) for a new buffer, N from
+  // file_numbers_; runs without mu_ (Attach). Null and *error on failure.
+  std::unique_ptr<ring::Ring> CreateBufferFiles(int dirfd, int ring_dirfd, const ring::RingConfig& config,
+                                                std::string* error) const;
   void WriteAll(bool include_open);
-  void WriteAllLocked(bool include_open);  // write_mu_ held
+  // write_mu_ held. `last`: Stop's final write-out; a stream that cannot be opened then has its
+  // events counted lost, while an earlier pass leaves them in the ring for the next one.
+  void WriteAllLocked(bool include_open, bool last = false);
   // Stop()'s first half, also a failed Start()'s after publishing: disables the events, sends the
   // attached threads to the slow path, unpublishes the session and waits (bounded) for the
   // events in flight. mu_ must be held on entry; it is released and taken again.

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -748,6 +749,58 @@ TEST(SessionLifecycle, ConsumerPopulatesTheRingsOfBusyThreadsOnlyNotOfThreadsTha
   EXPECT_EQ(busy_pages, total_busy) << "the busy thread's ring was not populated ahead of it";
   const Trace t = StopAndRead(s);
   EXPECT_EQ(t.events.size(), 30001u);
+}
+
+// How many more descriptors this process can open under its current limit (closes them again).
+int DescriptorsLeft() {
+  std::vector<int> fds;
+  for (;;) {
+    const int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) break;
+    fds.push_back(fd);
+  }
+  for (const int fd : fds) ::close(fd);
+  return static_cast<int>(fds.size());
+}
+
+// Issue 17, item 3: a session holds a constant number of descriptors whatever the number of
+// threads (the stream files are opened for each write-out, not held per thread). Under a limit
+// of 64, 70 threads that each recorded an event and are still alive leave the program nearly
+// all the descriptors it had without a session (it had none left before: one per thread), and
+// their events are all in the trace.
+TEST(SessionLifecycle, DescriptorsDoNotGrowWithTheNumberOfThreads) {
+  TempDir dir("session");
+  rlimit saved = {};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  rlimit low = saved;
+  low.rlim_cur = 64;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  const int before = DescriptorsLeft();
+  auto s = Start(dir.Sub("trace"), {"rt:seq"});
+  ASSERT_NE(s, nullptr);
+  constexpr int kThreads = 70;
+  std::atomic<int> recorded{0};
+  std::atomic<bool> done{false};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      HUSH_TRACE(rt, seq, static_cast<std::uint64_t>(i));
+      recorded.fetch_add(1);
+      while (!done.load()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    });
+  }
+  while (recorded.load() != kThreads) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  ASSERT_TRUE(s->Snapshot());  // the consumer's write-out with every thread's open packet
+  const int during = DescriptorsLeft();
+  done.store(true);
+  for (auto& t : threads) t.join();
+  s->Stop();  // the final write-out, still under the limit
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);  // babeltrace2 opens every stream at once
+  const Trace t = ReadTrace(s->output_dir());
+  ASSERT_TRUE(t.ok) << t.error;
+  // The session's own: the trace directory, .ring, and what a write-out holds for a moment.
+  EXPECT_GE(during, before - 4) << before << " descriptors were free without a session";
+  EXPECT_EQ(t.events.size(), static_cast<std::size_t>(kThreads));
 }
 
 TEST(SessionLifecycle, LongPausesBetweenEventsKeepTimestampsMonotonicAndAccurate) {

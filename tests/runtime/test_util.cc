@@ -228,6 +228,12 @@ std::vector<std::string> ChildEnv(const std::vector<std::string>& extra, bool le
       asan = std::string(*e) + ":";
       continue;
     }
+    // A variable `extra` sets replaces the inherited one (getenv finds the first).
+    const char* eq = std::strchr(*e, '=');
+    const std::size_t name_len = eq != nullptr ? static_cast<std::size_t>(eq - *e) + 1 : 0;
+    bool replaced = false;
+    for (const std::string& x : extra) replaced = replaced || (name_len != 0 && x.compare(0, name_len, *e, name_len) == 0);
+    if (replaced) continue;
     env.push_back(*e);
   }
   // The last setting of an option wins.
