@@ -33,12 +33,9 @@ char* Reserve(Owner& owner, Ring& r, internal::ThreadWriter& w, std::uint32_t id
       owner.WakeConsumer();
       return nullptr;
     }
-    const RingHeader& h = r.header();
-    const std::uint64_t backlog = h.produced.load(std::memory_order_relaxed) -
-                                  h.consumed.load(std::memory_order_relaxed);
     // Half the ring waits, or its first packet just closed (the consumer then maps the rest of
     // the ring ahead of this thread: Core::PrefaultBusyRings).
-    if (backlog * 2 >= r.subbuf_count() || h.produced.load(std::memory_order_relaxed) == 1) {
+    if (r.HalfFull() || r.header().produced.load(std::memory_order_relaxed) == 1) {
       owner.WakeConsumer();
     }
     compact = id < kExtendedId;  // the packet begins at ts

@@ -95,6 +95,22 @@ class Ring {
   // timestamp_begin is the last event of the earlier part, which keeps compact timestamps exact
   // and packets of a stream from overlapping in time.
   WriteResult WriteNew(int fd, bool include_open);
+  // Consumer side: a closed packet is not written yet, so WriteNew(fd, false) has work (a
+  // flight ring's overwritten packets included, which it skips). The consumer opens a stream
+  // file only for such a ring (session/core.cc, WriteAllLocked).
+  bool HasUnwrittenPackets() const {
+    // Acquire: as WriteNew's load of `produced`; written_seq is the consumer's own.
+    return header_->produced.load(std::memory_order_acquire) !=
+           header_->written_seq.load(std::memory_order_relaxed);
+  }
+  // Half the sub-buffers hold closed packets the consumer has not taken (stream mode): when a
+  // producer, or a thread leaving the ring, wakes the consumer. Relaxed: a hint, the consumer's
+  // periodic pass catches a stale answer.
+  bool HalfFull() const {
+    const std::uint64_t backlog = header_->produced.load(std::memory_order_relaxed) -
+                                  header_->consumed.load(std::memory_order_relaxed);
+    return backlog * 2 >= subbuf_count_;
+  }
   // Flight mode: copies to `fd` (a snapshot's own stream file) every intact packet from
   // `cursor` on, then the committed part of the open packet, numbering them from 0 in that file.
   // The first call starts at the oldest intact packet. Changes nothing WriteNew() or the producer

@@ -410,11 +410,21 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
   return true;
 }
 
+namespace {
+
+// Removes the files of buffer N that never became part of a trace: a failed Start's (Abandon) and
+// one whose session stopped while they were being created (Attach).
+void RemoveBufferFiles(int dirfd, int ring_dirfd, std::uint32_t n) {
+  const std::string number = std::to_string(n);
+  ::unlinkat(dirfd, ("stream_" + number).c_str(), 0);
+  ::unlinkat(ring_dirfd, ("ring_" + number).c_str(), 0);
+}
+
+}  // namespace
+
 void Core::Abandon() {
   for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
-    const std::string number = std::to_string(slots_[i].ring->index());
-    ::unlinkat(dirfd_.get(), ("stream_" + number).c_str(), 0);
-    ::unlinkat(ring_dirfd_.get(), ("ring_" + number).c_str(), 0);
+    RemoveBufferFiles(dirfd_.get(), ring_dirfd_.get(), slots_[i].ring->index());
   }
   ring_dirfd_.reset();
   if (dirfd_) {
@@ -497,8 +507,7 @@ ring::Ring* Core::Attach(internal::ThreadWriter& w, bool fresh) {
     return nullptr;
   }
   if (stopped_) {  // stopped meanwhile: the files were never part of the trace
-    ::unlinkat(dirfd, ("stream_" + std::to_string(r->index())).c_str(), 0);
-    ::unlinkat(ring_dirfd, ("ring_" + std::to_string(r->index())).c_str(), 0);
+    RemoveBufferFiles(dirfd, ring_dirfd, r->index());
     return nullptr;
   }
   const std::uint32_t index = ring_count_.load(std::memory_order_relaxed);
@@ -512,7 +521,7 @@ ring::Ring* Core::Attach(internal::ThreadWriter& w, bool fresh) {
 }
 
 std::unique_ptr<ring::Ring> Core::CreateBufferFiles(int dirfd, int ring_dirfd, const ring::RingConfig& config,
-                                                     std::string* error) const {
+                                                     std::string* error) {
   // File number N of ring_<N> / stream_<N>: from the counter of the process tree
   // (file_numbers.h); O_EXCL on both files makes N ours, and a number found taken is skipped.
   const FileSizeSignalGuard no_sigxfsz;  // sizing a ring file may exceed RLIMIT_FSIZE
@@ -598,10 +607,7 @@ void Core::WriteAllLocked(bool include_open, bool last) {
     // there may be losses since the last packet written, which WriteNew records in a loss
     // marker (ring_buffer.cc, WriteLossMarker), e.g. a last thread whose events were all
     // discarded.
-    const ring::RingHeader& h = ring.header();
-    const bool pending = include_open || h.produced.load(std::memory_order_acquire) !=
-                                             h.written_seq.load(std::memory_order_relaxed);
-    if (!pending) continue;
+    if (!include_open && !ring.HasUnwrittenPackets()) continue;
     const std::string stream = "stream_" + std::to_string(ring.index());
     const base::UniqueFd fd(::openat(dirfd_.get(), stream.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC));
     const int open_error = fd ? 0 : errno;

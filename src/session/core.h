@@ -181,7 +181,7 @@ class Core final : public ring::Owner {
   // Creates .ring/ring_<N> and an empty stream_<N> (closed again) for a new buffer, N from
   // file_numbers_; runs without mu_ (Attach). Null and *error on failure.
   std::unique_ptr<ring::Ring> CreateBufferFiles(int dirfd, int ring_dirfd, const ring::RingConfig& config,
-                                                std::string* error) const;
+                                                std::string* error);
   void WriteAll(bool include_open);
   // write_mu_ held. `last`: Stop's final write-out; a stream that cannot be opened then has its
   // events counted lost, while an earlier pass leaves them in the ring for the next one.
@@ -209,7 +209,7 @@ class Core final : public ring::Owner {
   std::uint64_t generation_ = 0;
   bool forked_child_ = false;  // a fork child's session: writes streams, never the metadata
   // The N of ring_<N> / stream_<N> to try next (file_numbers.h); Take() is safe without mu_.
-  mutable FileNumbers file_numbers_;
+  FileNumbers file_numbers_;
   // mu_: threads creating buffer files without mu_ (Attach); Unpublish waits for 0 on created_cv_.
   std::uint32_t creating_ = 0;
   std::condition_variable created_cv_;

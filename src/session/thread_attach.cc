@@ -47,10 +47,7 @@ void OnThreadExit(void*) {
     // It is woken when the ring is half full, as by a producer (ring/reserve.cc), so that
     // threads reusing the ring one after another, each leaving a packet, never make it discard.
     core->EnsureConsumer();
-    const ring::RingHeader& h = ring->header();
-    const std::uint64_t backlog = h.produced.load(std::memory_order_relaxed) -
-                                  h.consumed.load(std::memory_order_relaxed);
-    if (backlog * 2 >= ring->subbuf_count()) core->WakeConsumer();
+    if (ring->HalfFull()) core->WakeConsumer();
   }
   w.end.store(nullptr, std::memory_order_relaxed);
   w.ring = nullptr;
