@@ -719,7 +719,11 @@ std::size_t ResidentPages(const std::string& path, std::size_t* total) {
 // ring of a thread that has left: that one's packet was closed by the exit. Populating those
 // cost a short program of 16 threads ~20 ms of CPU per run (1 MiB per ring, ext4 block
 // reservation included). The consumer's passes are given 300 ms (six periods) to act.
+// Where MADV_POPULATE_WRITE succeeds without populating (qemu-user ignores the advice), the
+// consumer cannot populate anything: the busy ring is resident only where its thread wrote (one
+// aarch64 CI run saw 256 of 257 pages), so the test has nothing to measure there.
 TEST(SessionLifecycle, ConsumerPopulatesTheRingsOfBusyThreadsOnlyNotOfThreadsThatLeft) {
+  if (const std::string why = hushtest::PopulateWriteProblem(); !why.empty()) GTEST_SKIP() << why;
   TempDir dir("session");
   auto s = Start(dir.Sub("trace"), {"rt:seq"});
   ASSERT_NE(s, nullptr);
