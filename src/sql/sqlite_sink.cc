@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <string_view>
 
 namespace hush::sql {
@@ -9,14 +10,43 @@ namespace {
 constexpr std::size_t kBatchRows = 32;     // rows of one INSERT statement
 constexpr std::size_t kBlockRows = 1024;    // rows of one block handed to the writer thread
 constexpr std::size_t kQueueBlocks = 16;    // blocks queued at most (memory bound)
-}  // namespace
 
-std::string SqliteCreateTable(const TableDef& table) {
-  std::string sql = std::string("CREATE TABLE IF NOT EXISTS ") + table.name + " (";
-  for (std::size_t i = 0; i < table.columns.size(); ++i) {
+using T = ColumnType;
+// The physical tables of `events` (sqlite_sink.h). Columns in the order of the view's join.
+constexpr Column kEventRows[] = {
+    {"source", T::kInt64}, {"pid", T::kUInt32},  {"tid", T::kUInt32},
+    {"ts_ns", T::kInt64},  {"class", T::kInt64}, {"fields", T::kString},
+};
+constexpr Column kSources[] = {{"source", T::kInt64}, {"trace_id", T::kString}, {"host", T::kString}};
+constexpr Column kClasses[] = {
+    {"class", T::kInt64}, {"provider", T::kString}, {"name", T::kString}, {"kind", T::kString}};
+constexpr std::size_t kSourcesTable = kTableCount, kClassesTable = kTableCount + 1;
+
+// A table of the file: the tables of schema.h, with event_rows in the place of events, then
+// sources and event_classes.
+struct FileTable {
+  const char* name;
+  std::span<const Column> columns;
+  const char* indexes;  // as TableDef::sqlite_indexes
+};
+FileTable FileTableAt(std::size_t t) {
+  if (t == kSourcesTable) return {"sources", kSources, ""};
+  if (t == kClassesTable) return {"event_classes", kClasses, ""};
+  const TableDef& def = Tables()[t];
+  if (def.id == TableId::kEvents) return {"event_rows", kEventRows, def.sqlite_indexes};
+  return {def.name, def.columns, def.sqlite_indexes};
+}
+
+std::string ColumnList(std::span<const Column> columns, bool first_is_key) {
+  std::string sql = " (";
+  for (std::size_t i = 0; i < columns.size(); ++i) {
     if (i != 0) sql += ", ";
-    sql += table.columns[i].name;
-    switch (table.columns[i].type) {
+    sql += columns[i].name;
+    if (i == 0 && first_is_key) {
+      sql += " INTEGER PRIMARY KEY";  // the rowid: the view's joins are rowid lookups
+      continue;
+    }
+    switch (columns[i].type) {
       case ColumnType::kInt64:
       case ColumnType::kUInt32: sql += " INTEGER NOT NULL"; break;
       case ColumnType::kFloat64: sql += " REAL NOT NULL"; break;
@@ -24,6 +54,26 @@ std::string SqliteCreateTable(const TableDef& table) {
     }
   }
   return sql + ")";
+}
+
+// The view `events`: the columns of schema.h, in its order.
+std::string EventsView() {
+  std::string sql = "CREATE VIEW IF NOT EXISTS events AS SELECT ";
+  for (std::size_t i = 0; i < Table(TableId::kEvents).columns.size(); ++i) {
+    const std::string_view c = Table(TableId::kEvents).columns[i].name;
+    const char* from = c == "trace_id" || c == "host"                   ? "s."
+                       : c == "provider" || c == "name" || c == "kind" ? "c."
+                                                                        : "e.";
+    sql += (i == 0 ? "" : ", ") + (from + std::string(c)) + " AS " + std::string(c);
+  }
+  return sql +
+         " FROM event_rows e JOIN sources s ON s.source = e.source"
+         " JOIN event_classes c ON c.class = e.class";
+}
+}  // namespace
+
+std::string SqliteCreateTable(const TableDef& table) {
+  return std::string("CREATE TABLE IF NOT EXISTS ") + table.name + ColumnList(table.columns, false);
 }
 
 void SqliteSink::DbCloser::operator()(sqlite3* db) const { sqlite3_close(db); }
@@ -39,6 +89,11 @@ bool SqliteSink::Exec(const std::string& sql) {
 }
 
 std::unique_ptr<SqliteSink> SqliteSink::Create(const std::string& path, std::string* error) {
+  // SQLite's allocation statistics take a global mutex around every malloc and free of the
+  // library (the index sorter allocates per row): off. Possible only before SQLite initialises,
+  // so in a process that used SQLite already this changes nothing (SQLITE_MISUSE, ignored).
+  static const bool kMemstatusOff = sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0) == SQLITE_OK;
+  (void)kMemstatusOff;
   std::unique_ptr<SqliteSink> sink(new SqliteSink);
   sqlite3* db = nullptr;
   const int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
@@ -55,12 +110,18 @@ std::unique_ptr<SqliteSink> SqliteSink::Create(const std::string& path, std::str
             sink->Exec("PRAGMA synchronous=OFF") && sink->Exec("PRAGMA locking_mode=EXCLUSIVE") &&
             sink->Exec("PRAGMA cache_size=-262144") && sink->Exec("PRAGMA temp_store=MEMORY") &&
             sink->Exec("BEGIN");
-  for (const TableDef& table : Tables()) {
-    const auto t = static_cast<std::size_t>(table.id);
-    ok = ok && sink->Exec(SqliteCreateTable(table)) &&
-         sink->Prepare(table, 1, &sink->insert_one_[t]) &&
-         sink->Prepare(table, kBatchRows, &sink->insert_batch_[t]);
+  for (std::size_t t = 0; t < kFileTableCount; ++t) {
+    const FileTable table = FileTableAt(t);
+    const bool keyed = t == kSourcesTable || t == kClassesTable;
+    ok = ok &&
+         sink->Exec(std::string("CREATE TABLE IF NOT EXISTS ") + table.name +
+                    ColumnList(table.columns, keyed)) &&
+         sink->Prepare(t, 1, &sink->insert_one_[t]) &&
+         sink->Prepare(t, kBatchRows, &sink->insert_batch_[t]);
   }
+  // A file from before the view holds a table `events`: CREATE VIEW IF NOT EXISTS would keep
+  // it and leave event_rows unread.
+  ok = ok && sink->Exec(EventsView()) && sink->LoadNumbers();
   if (!ok) {
     *error = path + ": " + sink->error_;
     return nullptr;
@@ -74,7 +135,47 @@ SqliteSink::~SqliteSink() {
   for (auto& stmt : insert_batch_) stmt.reset();
 }
 
-bool SqliteSink::Prepare(const TableDef& table, std::size_t rows, Stmt* out) {
+bool SqliteSink::LoadNumbers() {
+  sqlite3_stmt* raw = nullptr;
+  if (sqlite3_prepare_v2(db_.get(),
+                         "SELECT type FROM sqlite_master WHERE name = 'events' AND type <> 'view'",
+                         -1, &raw, nullptr) != SQLITE_OK) {
+    error_ = sqlite3_errmsg(db_.get());
+    return false;
+  }
+  Stmt stmt(raw);
+  if (sqlite3_step(stmt.get()) == SQLITE_ROW) {
+    error_ = "the file holds a table `events` of an earlier hushtrace; export into a new file";
+    return false;
+  }
+  const auto text = [](sqlite3_stmt* st, int col) {
+    const unsigned char* p = sqlite3_column_text(st, col);
+    return std::string(p != nullptr ? reinterpret_cast<const char*>(p) : "");
+  };
+  for (const char* query : {"SELECT source, trace_id, host FROM sources",
+                            "SELECT class, provider, name, kind FROM event_classes"}) {
+    const bool sources = query[7] == 's';
+    if (sqlite3_prepare_v2(db_.get(), query, -1, &raw, nullptr) != SQLITE_OK) {
+      error_ = sqlite3_errmsg(db_.get());
+      return false;
+    }
+    stmt.reset(raw);
+    while (sqlite3_step(stmt.get()) == SQLITE_ROW) {
+      const std::int64_t n = sqlite3_column_int64(stmt.get(), 0);
+      if (sources) {
+        sources_[{text(stmt.get(), 1), text(stmt.get(), 2)}] = n;
+        next_source_ = std::max(next_source_, n + 1);
+      } else {
+        classes_[text(stmt.get(), 1) + '\n' + text(stmt.get(), 2) + '\n' + text(stmt.get(), 3)] = n;
+        next_class_ = std::max(next_class_, n + 1);
+      }
+    }
+  }
+  return true;
+}
+
+bool SqliteSink::Prepare(std::size_t t, std::size_t rows, Stmt* out) {
+  const FileTable table = FileTableAt(t);
   std::string sql = std::string("INSERT INTO ") + table.name + " VALUES ";
   for (std::size_t r = 0; r < rows; ++r) {
     sql += r == 0 ? "(" : ",(";
@@ -94,11 +195,71 @@ bool SqliteSink::Prepare(const TableDef& table, std::size_t rows, Stmt* out) {
 
 bool SqliteSink::Row(TableId table, std::span<const Value> values) {
   if (failed_.load(std::memory_order_relaxed)) return false;
-  Block& b = pending_[static_cast<std::size_t>(table)];
-  const TableDef& def = Table(table);
+  if (table != TableId::kEvents) {
+    Append(static_cast<std::size_t>(table), values);
+    return true;
+  }
+  // trace_id, host, pid, tid, ts_ns, provider, name, kind, fields (schema.cc)
+  Value row[6];
+  row[0].i = SourceOf(values[0].s, values[1].s);
+  row[1] = values[2];
+  row[2] = values[3];
+  row[3] = values[4];
+  row[4].i = ClassOf(values[5].s, values[6].s, values[7].s);
+  row[5] = values[8];
+  Append(static_cast<std::size_t>(TableId::kEvents), row);
+  return true;
+}
+
+std::int64_t SqliteSink::SourceOf(std::string_view trace_id, std::string_view host) {
+  if (last_source_ >= 0 && trace_id == last_trace_id_ && host == last_host_) return last_source_;
+  auto [it, added] = sources_.try_emplace({std::string(trace_id), std::string(host)}, next_source_);
+  if (added) {
+    Value row[3];
+    row[0].i = next_source_++;
+    row[1].s = trace_id;
+    row[2].s = host;
+    Append(kSourcesTable, row);
+  }
+  last_trace_id_ = trace_id;
+  last_host_ = host;
+  return last_source_ = it->second;
+}
+
+std::int64_t SqliteSink::ClassOf(std::string_view provider, std::string_view name,
+                                 std::string_view kind) {
+  class_key_.assign(provider);
+  class_key_ += '\n';
+  class_key_ += name;
+  class_key_ += '\n';
+  class_key_ += kind;
+  if (const auto it = classes_.find(class_key_); it != classes_.end()) return it->second;
+  const std::int64_t n = next_class_++;
+  classes_.emplace(class_key_, n);
+  Value row[4];
+  row[0].i = n;
+  row[1].s = provider;
+  row[2].s = name;
+  row[3].s = kind;
+  Append(kClassesTable, row);
+  return n;
+}
+
+void SqliteSink::Append(std::size_t table, std::span<const Value> values) {
+  Block& b = pending_[table];
+  const std::span<const Column> columns = FileTableAt(table).columns;
+  if (b.rows == 0 && b.values.capacity() == 0) {
+    // A block's capacity is set once: full blocks come back from the writer for reuse (spare_).
+    std::lock_guard lock(mu_);
+    if (!spare_.empty()) {
+      b = std::move(spare_.back());
+      spare_.pop_back();
+    }
+    b.values.reserve(kBlockRows * columns.size());
+  }
   for (std::size_t i = 0; i < values.size(); ++i) {
     b.values.push_back(values[i]);
-    if (def.columns[i].type == ColumnType::kString) {
+    if (columns[i].type == ColumnType::kString) {
       b.offsets.push_back(b.text.size());
       b.text.append(values[i].s);
     }
@@ -108,7 +269,6 @@ bool SqliteSink::Row(TableId table, std::span<const Value> values) {
     Push(std::move(b));
     b = Block();
   }
-  return true;
 }
 
 void SqliteSink::Push(Block&& block) {
@@ -132,6 +292,12 @@ void SqliteSink::WriterLoop() {
     }
     if (!failed_.load(std::memory_order_relaxed) && !WriteBlock(block))
       failed_.store(true, std::memory_order_relaxed);
+    block.values.clear();
+    block.offsets.clear();
+    block.text.clear();
+    block.rows = 0;
+    std::lock_guard lock(mu_);
+    if (spare_.size() < kQueueBlocks) spare_.push_back(std::move(block));
   }
 }
 
@@ -146,10 +312,9 @@ void SqliteSink::StopWriter() {
 }
 
 bool SqliteSink::WriteBlock(const Block& block) {
-  const TableDef& def = Table(block.table);
-  const auto t = static_cast<std::size_t>(block.table);
+  const std::size_t t = block.table;
   std::size_t strings_per_row = 0;
-  for (const Column& c : def.columns) strings_per_row += c.type == ColumnType::kString;
+  for (const Column& c : FileTableAt(t).columns) strings_per_row += c.type == ColumnType::kString;
   std::size_t row = 0;
   for (; row + kBatchRows <= block.rows; row += kBatchRows)
     if (!Insert(block, insert_batch_[t].get(), row, kBatchRows, row * strings_per_row))
@@ -161,7 +326,7 @@ bool SqliteSink::WriteBlock(const Block& block) {
 
 bool SqliteSink::Insert(const Block& block, sqlite3_stmt* stmt, std::size_t first_row,
                         std::size_t rows, std::size_t first_string) {
-  const TableDef& def = Table(block.table);
+  const FileTable def = FileTableAt(block.table);
   const std::size_t columns = def.columns.size();
   std::size_t string_index = first_string;
   int param = 1;
@@ -189,17 +354,18 @@ bool SqliteSink::Insert(const Block& block, sqlite3_stmt* stmt, std::size_t firs
 }
 
 bool SqliteSink::Commit(std::string* error) {
-  for (std::size_t t = 0; t < kTableCount; ++t) {
+  for (std::size_t t = 0; t < kFileTableCount; ++t) {
     if (pending_[t].rows == 0) continue;
-    pending_[t].table = static_cast<TableId>(t);
+    pending_[t].table = t;
     Push(std::move(pending_[t]));
     pending_[t] = Block();
   }
   StopWriter();  // joined: the database is this thread's again
   if (error_.empty()) error_ = writer_error_;
   bool ok = error_.empty();
-  for (const TableDef& table : Tables()) {
-    std::string_view list = table.sqlite_indexes;
+  for (std::size_t t = 0; t < kFileTableCount; ++t) {
+    const FileTable table = FileTableAt(t);
+    std::string_view list = table.indexes;
     while (ok && !list.empty()) {
       const std::size_t semi = list.find(';');
       const std::string_view one = list.substr(0, semi);

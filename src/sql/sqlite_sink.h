@@ -8,23 +8,43 @@
 // Create() makes the tables (CREATE TABLE IF NOT EXISTS: several traces may go into one file,
 // their rows told apart by trace_id) and opens one transaction; rows go through one prepared
 // multi-row INSERT a table (kBatchRows rows a statement: the per-statement cost of SQLite's
-// virtual machine is paid once for them). SQLite's work (two thirds of the export's CPU) runs on
-// a writer thread of the sink: Row() copies the row into a block of its table and hands full
-// blocks over a bounded queue, so reading the trace and building rows overlap with the inserts.
-// Commit() drains the queue, creates the indexes of the documented queries and commits. The file is written for speed, not crash safety: journal_mode=OFF and
-// synchronous=OFF (an export that dies midway leaves a file to delete, as a half-written
-// Perfetto export does).
+// virtual machine is paid once for them). SQLite's work runs on a writer thread of the sink:
+// Row() copies the row into a block of its table and hands full blocks over a bounded queue, so
+// reading the trace and building rows overlap with the inserts. Commit() drains the queue,
+// creates the indexes of the documented queries and commits. The file is written for speed,
+// not crash safety: journal_mode=OFF and synchronous=OFF (an export that dies midway leaves a
+// file to delete, as a half-written Perfetto export does).
+//
+// `events` is a view, not a table, in the SQLite file. Its rows are three quarters of a trace's
+// rows, and five of its nine columns repeat per event what there are only a few of: trace_id
+// and host (one pair a trace) and provider, name, kind (one triple an event class). Stored as
+// they are (ClickHouse compresses them away; SQLite does not), they made each row ~150 bytes and
+// SQLite's record building and B-tree inserts most of the export's CPU. So the file holds
+//
+//   event_rows(source, pid, tid, ts_ns, class, fields)       one row an event, ~40 bytes
+//   sources(source INTEGER PRIMARY KEY, trace_id, host)      one row a trace and host
+//   event_classes(class INTEGER PRIMARY KEY, provider, name, kind)
+//   VIEW events  = event_rows joined with both (rowid lookups): the columns of schema.h
+//
+// and every documented query reads `events` as schema.h defines it. The source and class
+// numbers are given by Row() from maps loaded at Create() (a file that already holds traces
+// keeps its numbers); the index events_by_thread is on event_rows(tid, ts_ns).
 #ifndef HUSHTRACE_SRC_SQL_SQLITE_SINK_H_
 #define HUSHTRACE_SRC_SQL_SQLITE_SINK_H_
 
 #include <array>
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "sql/schema.h"
@@ -60,7 +80,7 @@ class SqliteSink final : public RowSink {
   // Rows of one table not yet inserted; strings copied into `text` (values[].s is not used:
   // the bytes are found through `offsets`, as `text` may move while it grows).
   struct Block {
-    TableId table = TableId::kEvents;
+    std::size_t table = 0;  // a table of the file (sqlite_sink.cc: kFileTables)
     std::vector<Value> values;
     std::vector<std::size_t> offsets;
     std::string text;
@@ -68,7 +88,15 @@ class SqliteSink final : public RowSink {
   };
   SqliteSink() = default;
   bool Exec(const std::string& sql);
-  bool Prepare(const TableDef& table, std::size_t rows, Stmt* out);
+  bool Prepare(std::size_t table, std::size_t rows, Stmt* out);
+  // The numbers of the sources and event classes a file already holds.
+  bool LoadNumbers();
+  // Copies a row of file table `table` into its pending block; hands the block over when full.
+  void Append(std::size_t table, std::span<const Value> values);
+  // The source / class number of an events row (appends a sources / event_classes row for a
+  // pair / triple not seen before).
+  std::int64_t SourceOf(std::string_view trace_id, std::string_view host);
+  std::int64_t ClassOf(std::string_view provider, std::string_view name, std::string_view kind);
   // Hands a block to the writer thread (waits while the queue is full).
   void Push(Block&& block);
   void WriterLoop();
@@ -79,9 +107,19 @@ class SqliteSink final : public RowSink {
   void StopWriter();
 
   std::unique_ptr<sqlite3, DbCloser> db_;
-  std::array<Stmt, kTableCount> insert_one_, insert_batch_;
-  std::array<Block, kTableCount> pending_;  // filled by Row(), on the caller's thread
-  std::string error_;                       // caller's thread; the writer's goes to writer_error_
+  static constexpr std::size_t kFileTableCount = kTableCount + 2;  // + sources, event_classes
+  std::array<Stmt, kFileTableCount> insert_one_, insert_batch_;
+  std::array<Block, kFileTableCount> pending_;  // filled by Row(), on the caller's thread
+  std::string error_;  // caller's thread; the writer's goes to writer_error_
+
+  // Caller's thread: the numbers given so far. The key of a class is "provider\nname\nkind"
+  // (class_key_ is reused to look it up without an allocation); the last source is kept
+  // apart, as every row of one trace has the same.
+  std::map<std::pair<std::string, std::string>, std::int64_t> sources_;
+  std::unordered_map<std::string, std::int64_t> classes_;
+  std::string class_key_;
+  std::string last_trace_id_, last_host_;
+  std::int64_t last_source_ = -1, next_source_ = 1, next_class_ = 1;
 
   // The queue between Row() and the writer thread. A mutex and condition variables, not a
   // lock-free ring: a block carries ~1000 rows, so the queue sees a few thousand operations
@@ -89,6 +127,7 @@ class SqliteSink final : public RowSink {
   std::mutex mu_;
   std::condition_variable not_empty_, not_full_;
   std::deque<Block> queue_;     // guarded by mu_
+  std::vector<Block> spare_;    // guarded by mu_: written blocks, their capacity kept for reuse
   bool closed_ = false;         // guarded by mu_: no more blocks come
   std::string writer_error_;    // guarded by mu_
   // Set by the writer when an insert failed, read by Row() to stop early. Relaxed: it carries

@@ -8,8 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "hushtrace/reader.h"
 #include "reader/reader_test_util.h"
 #include "sql/sql_test_util.h"
+#include "sql/sqlite_sink.h"
+#include "sql/tables.h"
 
 namespace hush::sql::test {
 namespace {
@@ -139,6 +142,55 @@ TEST_F(SqliteExport, BadArgumentsAndUnwritableFile) {
   const std::string db = Export(Recorded().dir, "twice.db");
   Export(Recorded().dir, "twice.db");
   EXPECT_EQ(Scalar(db, "SELECT COUNT(*) FROM processes"), "1");
+}
+
+// Writes `dir` into the file `db` through the sink, as host `host`; "" or the error.
+std::string ExportThroughSink(const std::string& dir, const std::string& db,
+                              const std::string& host) {
+  std::string error;
+  const std::unique_ptr<reader::Trace> trace = reader::Trace::Open(dir, &error);
+  if (!trace) return error;
+  const std::unique_ptr<SqliteSink> sink = SqliteSink::Create(db, &error);
+  if (!sink) return error;
+  TraceTables tables(*trace, *sink, {host});
+  reader::EventIterator it(*trace);
+  bool ok = true;
+  while (ok && it.Next()) ok = tables.Add(it.event());
+  if (!tables.Finish() || !ok) return "rows refused";
+  return sink->Commit(&error) ? "" : error;
+}
+
+// `events` is a view over event_rows, sources and event_classes (sqlite_sink.h): a second trace
+// written into the same file keeps the numbers the first one gave (its classes are found again,
+// its host is a source of its own), and every row reads back through the view.
+TEST_F(SqliteExport, TwoTracesInOneFileShareTheEventClasses) {
+  const std::string db = tmp_ + "/two.db";
+  ASSERT_EQ(ExportThroughSink(Recorded().dir, db, "host-a"), "");
+  const std::string classes = Scalar(db, "SELECT COUNT(*) FROM event_classes");
+  ASSERT_EQ(ExportThroughSink(Recorded().dir, db, "host-b"), "");
+  const BtView bt = Babeltrace(Recorded().dir);
+  EXPECT_EQ(Scalar(db, "SELECT COUNT(*) FROM event_classes"), classes)
+      << "the second trace's classes were numbered again";
+  EXPECT_EQ(Sql(db, "SELECT host, COUNT(*) FROM events GROUP BY host ORDER BY host"),
+            (std::vector<std::string>{"host-a|" + std::to_string(bt.total),
+                                      "host-b|" + std::to_string(bt.total)}));
+  EXPECT_EQ(Scalar(db, "SELECT COUNT(*) FROM sources"), "2");
+  // The view has the columns of schema.h, in its order.
+  std::string columns;
+  for (const Column& c : Table(TableId::kEvents).columns) columns += (columns.empty() ? "" : ",") + std::string(c.name);
+  EXPECT_EQ(Scalar(db, "SELECT group_concat(name) FROM pragma_table_info('events')"), columns);
+  // The before-trigger query reads the index through the view.
+  const std::vector<std::string> plan = Sql(db, "EXPLAIN QUERY PLAN SELECT ts_ns FROM events WHERE tid = 1 AND ts_ns > 5");
+  std::string joined;
+  for (const std::string& line : plan) joined += line + "\n";
+  EXPECT_NE(joined.find("events_by_thread"), std::string::npos) << joined;
+}
+
+TEST_F(SqliteExport, RefusesAFileWhoseEventsIsATable) {
+  const std::string db = tmp_ + "/old.db";
+  Sql(db, "CREATE TABLE events (trace_id TEXT)");
+  const std::string error = ExportThroughSink(Recorded().dir, db, "h");
+  EXPECT_NE(error.find("table `events` of an earlier hushtrace"), std::string::npos) << error;
 }
 
 }  // namespace
