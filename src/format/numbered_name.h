@@ -1,11 +1,25 @@
 // Names of the numbered files of a trace directory (docs/format.md): stream_<N>, .ring/ring_<N>.
+// The one place they are spelled: writers build them with StreamName/RingName, readers parse
+// them with ParseNumberedName; N is the ring's index, shared by the pair.
 #ifndef HUSHTRACE_SRC_FORMAT_NUMBERED_NAME_H_
 #define HUSHTRACE_SRC_FORMAT_NUMBERED_NAME_H_
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace hush::format {
+
+inline constexpr std::string_view kStreamPrefix = "stream_";
+inline constexpr std::string_view kRingPrefix = "ring_";
+
+// "stream_<index>" (in the trace directory) and "ring_<index>" (in its .ring/ directory).
+inline std::string StreamName(std::uint64_t index) {
+  return std::string(kStreamPrefix) + std::to_string(index);
+}
+inline std::string RingName(std::uint64_t index) {
+  return std::string(kRingPrefix) + std::to_string(index);
+}
 
 // Whether `name` is `prefix` followed by 1 to 9 decimal digits; sets *index to their value.
 inline bool ParseNumberedName(std::string_view name, std::string_view prefix, std::uint32_t* index) {

@@ -134,7 +134,7 @@ std::unique_ptr<Trace> Trace::Open(const std::string& dir_in, std::string* error
   std::vector<std::pair<std::uint32_t, std::string>> names;
   while (const char* name = list.Next()) {
     std::uint32_t index;
-    if (format::ParseNumberedName(name, "stream_", &index)) names.emplace_back(index, name);
+    if (format::ParseNumberedName(name, format::kStreamPrefix, &index)) names.emplace_back(index, name);
   }
   std::sort(names.begin(), names.end());
 

@@ -719,7 +719,7 @@ bool RecoverRing(const RingContext& ctx, const RingFile& r, RingReport* rep) {
   rep->overwritten = Get(h.overwritten);
   ClampLossCounters(r, rep);
 
-  const std::string stream_name = "stream_" + Num(r.index);
+  const std::string stream_name = format::StreamName(r.index);
   const std::string stream_path = ctx.dir + "/" + stream_name;
   Fd fd(::openat(ctx.dirfd, stream_name.c_str(),
                  (dry ? O_RDONLY : O_RDWR) | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
@@ -1048,7 +1048,7 @@ bool Recover(const std::string& dir, const Options& options, Report* report) {
     while (const char* name = list.Next()) {
       std::uint32_t index = 0;
       if (std::strcmp(name, "crashed") == 0) continue;
-      if (format::ParseNumberedName(name, "ring_", &index)) {
+      if (format::ParseNumberedName(name, format::kRingPrefix, &index)) {
         names[index] = name;
       } else {
         report->notes.push_back("ignored " + dir + "/.ring/" + name + " (not a ring file)");

@@ -3,6 +3,7 @@
 #include "ring/ring_buffer.h"
 
 #include "base/unique_fd.h"
+#include "format/numbered_name.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -173,7 +174,7 @@ void Ring::InitHeader(const RingConfig& config) {
 
 std::unique_ptr<Ring> Ring::Create(int ring_dirfd, std::uint32_t index, const RingConfig& config,
                                    std::string* error) {
-  const std::string name = "ring_" + std::to_string(index);
+  const std::string name = format::RingName(index);
   const int fd = ::openat(ring_dirfd, name.c_str(),
                           O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) {

@@ -1,16 +1,18 @@
 // Session start/stop, the consumer thread and trace-directory management.
 #include "session/core.h"
-#include "filter/pattern_limits.h"
-#include "session/crash_handler.h"
-#include "session/files.h"
+
 #include "base/dir_stream.h"
+#include "base/errno_message.h"
 #include "base/fork_gate.h"
 #include "base/library_thread.h"
-#include "session/writers.h"
-#include "base/errno_message.h"
 #include "base/proc_file.h"
+#include "filter/pattern_limits.h"
+#include "format/numbered_name.h"
 #include "sched/sched_events.h"
 #include "sched/sched_recorder.h"
+#include "session/crash_handler.h"
+#include "session/files.h"
+#include "session/writers.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -415,9 +417,8 @@ namespace {
 // Removes the files of buffer N that never became part of a trace: a failed Start's (Abandon) and
 // one whose session stopped while they were being created (Attach).
 void RemoveBufferFiles(int dirfd, int ring_dirfd, std::uint32_t n) {
-  const std::string number = std::to_string(n);
-  ::unlinkat(dirfd, ("stream_" + number).c_str(), 0);
-  ::unlinkat(ring_dirfd, ("ring_" + number).c_str(), 0);
+  ::unlinkat(dirfd, format::StreamName(n).c_str(), 0);
+  ::unlinkat(ring_dirfd, format::RingName(n).c_str(), 0);
 }
 
 }  // namespace
@@ -533,12 +534,12 @@ std::unique_ptr<ring::Ring> Core::CreateBufferFiles(int dirfd, int ring_dirfd, c
       if (errno == EEXIST) continue;  // Create fails right after its O_EXCL open
       return nullptr;
     }
-    const std::string stream = "stream_" + std::to_string(n);
+    const std::string stream = format::StreamName(n);
     // Created now, empty, to claim N; the consumer reopens it by name for each write-out.
     const base::UniqueFd fd(::openat(dirfd, stream.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (fd) return r;
     const int e = errno;
-    ::unlinkat(ring_dirfd, ("ring_" + std::to_string(n)).c_str(), 0);
+    ::unlinkat(ring_dirfd, format::RingName(n).c_str(), 0);
     if (e != EEXIST) {
       errno = e;
       *error = ErrnoMessage("cannot create " + stream);
@@ -608,7 +609,7 @@ void Core::WriteAllLocked(bool include_open, bool last) {
     // marker (ring_buffer.cc, WriteLossMarker), e.g. a last thread whose events were all
     // discarded.
     if (!include_open && !ring.HasUnwrittenPackets()) continue;
-    const std::string stream = "stream_" + std::to_string(ring.index());
+    const std::string stream = format::StreamName(ring.index());
     const base::UniqueFd fd(::openat(dirfd_.get(), stream.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC));
     const int open_error = fd ? 0 : errno;
     // Without a descriptor (the program used all it may have: EMFILE) the packets stay in the
@@ -821,7 +822,7 @@ void Core::Stop() {
   // mappings stay valid after the unlink until the Core is freed (see "Lifetime" in core.h),
   // which gives their space back.
   for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
-    ::unlinkat(ring_dirfd_.get(), ("ring_" + std::to_string(slots_[i].ring->index())).c_str(), 0);
+    ::unlinkat(ring_dirfd_.get(), format::RingName(slots_[i].ring->index()).c_str(), 0);
   }
   // Processes following this one (fork children) may still create rings in .ring: it stays.
   if (!options_.follow_children) ::unlinkat(dirfd_.get(), ".ring", AT_REMOVEDIR);

@@ -31,6 +31,7 @@
 
 #include "base/dir_stream.h"
 #include "base/errno_message.h"
+#include "format/numbered_name.h"
 #include "session/core.h"
 #include "session/files.h"
 
@@ -320,7 +321,7 @@ void Core::CopySnapshot(OpenSnapshot& s) {
   for (std::uint32_t i = 0; i < n; ++i) {
     ring::Ring& r = *slots_[i].ring;
     if (!s.streams[i]) {
-      const std::string name = "stream_" + std::to_string(r.index());
+      const std::string name = format::StreamName(r.index());
       s.streams[i].reset(::openat(s.dirfd.get(), name.c_str(),
                                   O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND, 0600));
       if (!s.streams[i]) continue;
@@ -335,7 +336,7 @@ void Core::FinishSnapshot(OpenSnapshot& s) {
     struct stat st;
     if (s.streams[i] && ::fstat(s.streams[i].get(), &st) == 0 && st.st_size == 0) {
       // A ring with nothing in it: no stream (CTF readers want at least one packet per file).
-      ::unlinkat(s.dirfd.get(), ("stream_" + std::to_string(slots_[i].ring->index())).c_str(), 0);
+      ::unlinkat(s.dirfd.get(), format::StreamName(slots_[i].ring->index()).c_str(), 0);
     }
     s.streams[i].reset();
   }

@@ -25,6 +25,7 @@
 #include "json_writer.h"
 #include "filter/pattern_limits.h"
 #include "filter/trigger_spec.h"
+#include "format/numbered_name.h"
 #include "inject.h"
 
 namespace hush::cli {
@@ -134,7 +135,8 @@ bool CopyTrace(const std::string& from, const std::string& to, std::string* erro
   }
   while (const char* entry = dir.Next()) {
     const std::string name = entry;
-    if (name != "metadata" && name.rfind("stream_", 0) != 0) continue;
+    std::uint32_t index = 0;
+    if (name != "metadata" && !format::ParseNumberedName(name, format::kStreamPrefix, &index)) continue;
     // O_NONBLOCK and the type check: a FIFO planted in the trace directory must not hang us.
     const base::UniqueFd in(
         ::open((from + "/" + name).c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));

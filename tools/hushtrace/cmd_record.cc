@@ -25,6 +25,7 @@
 #include "commands.h"
 #include "filter/pattern_limits.h"
 #include "filter/trigger_spec.h"
+#include "format/numbered_name.h"
 #include "hushtrace/reader.h"
 #include "open_trace.h"
 #include "record_functions.h"
@@ -156,7 +157,8 @@ int CountStreams(const std::string& dir) {
   base::DirStream list = base::DirStream::Open(dir.c_str());
   int n = 0;
   while (const char* name = list.Next()) {
-    if (std::strncmp(name, "stream_", 7) == 0) ++n;
+    std::uint32_t index = 0;
+    if (format::ParseNumberedName(name, format::kStreamPrefix, &index)) ++n;
   }
   return n;
 }

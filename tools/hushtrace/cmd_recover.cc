@@ -10,6 +10,7 @@
 #include "commands.h"
 
 #ifdef HUSH_HAVE_RECOVER
+#include "format/numbered_name.h"
 #include "recover/recover.h"
 #endif
 
@@ -82,7 +83,7 @@ void PrintRing(const recover::RingReport& r, bool dry) {
   line += r.status == recover::RingStatus::kRecovered && dry ? "would be recovered" : StatusText(r.status);
   if (r.status == recover::RingStatus::kRecovered) {
     line += ": " + Plural(r.events_written, "event") + " in " + Plural(r.packets_written, "packet") + " (" +
-            std::to_string(r.bytes_written) + " bytes) appended to stream_" + std::to_string(r.index);
+            std::to_string(r.bytes_written) + " bytes) appended to " + format::StreamName(r.index);
     if (r.counters_packet) line += " (the last one only carries the loss counters)";
     if (r.torn_bytes != 0) line += "; " + std::to_string(r.torn_bytes) + " torn bytes cut";
   }
