@@ -21,12 +21,25 @@ cmake --install "$build" --prefix "$prefix" >"$tmp/install.log" ||
   { cat "$tmp/install.log" >&2; fail "cmake --install"; }
 
 if [ -x "$prefix/bin/hushtrace" ]; then
-  step "checking the CLI's bash completion and man page"
+  step "checking the CLI's bash and zsh completion and man pages"
   completion="$prefix/share/bash-completion/completions/hushtrace"
   [ -f "$completion" ] || fail "no $completion installed"
   bash -c "source '$completion' && complete -p hushtrace" >/dev/null || fail "$completion does not load"
+  zsh_completion="$prefix/share/zsh/vendor-completions/_hushtrace"
+  [ -f "$zsh_completion" ] || fail "no $zsh_completion installed"
+  if command -v zsh >/dev/null; then
+    zsh -n "$zsh_completion" || fail "$zsh_completion: zsh -n"
+  fi
   if command -v help2man >/dev/null; then
-    [ -f "$prefix/share/man/man1/hushtrace.1" ] || fail "no share/man/man1/hushtrace.1 installed"
+    man1="$prefix/share/man/man1"
+    # The overview and one page per command of the installed CLI, each rendering without a warning.
+    for page in hushtrace $("$prefix/bin/hushtrace" --help |
+                            awk '/^commands:/ {on = 1; next} /^$/ {on = 0} on {print "hushtrace-" $1}'); do
+      [ -f "$man1/$page.1" ] || fail "no share/man/man1/$page.1 installed"
+      man -l "$man1/$page.1" >/dev/null 2>"$tmp/man.err" || fail "man -l $page.1: $(cat "$tmp/man.err")"
+      groff -man -Tutf8 -ww -z "$man1/$page.1" 2>"$tmp/man.err" || fail "groff $page.1"
+      [ ! -s "$tmp/man.err" ] || fail "$page.1: $(cat "$tmp/man.err")"
+    done
   fi
 fi
 

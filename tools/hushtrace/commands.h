@@ -53,8 +53,9 @@ struct Command {
 };
 std::span<const Command> AllCommands();
 
-// `hushtrace completion bash`: prints the bash completion script made from every subcommand's
-// declared options (completion.cc). Hidden from the command list; the build installs its output.
+// `hushtrace completion bash|zsh`: prints the shell's completion script made from every
+// subcommand's declared options (completion.cc). Hidden from the command list; the build installs
+// its output.
 int RunCompletion(int argc, char** argv);
 
 }  // namespace hush::cli
