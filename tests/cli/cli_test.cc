@@ -399,6 +399,91 @@ TEST_F(CliRecord, ExitStatusAndReadableTrace) {
   EXPECT_TRUE(Contains(text, "argc = 3")) << text;
 }
 
+// `--format csv` of report (one table per --section) and hist (the buckets) agrees with
+// `--format json` of the same trace, row for row and number for number, read by Python's csv
+// module (RFC 4180); refused with exit 2 without a section or with --callers.
+TEST_F(CliRecord, CsvAgreesWithJson) {
+  if (FindInPath("python3").empty()) GTEST_SKIP() << "python3 is not installed";
+  const std::string trace = dir_ + "/trace";
+  const RunResult r = Record({"-e", "cliprog:*", "-e", "clilib:*", "-o", trace, "--", CLI_TP_PIE});
+  ASSERT_EQ(r.status, 0) << r.err;
+  // Runs `hushtrace ARGS` into dir_/NAME.
+  const auto cli = [&](const std::string& name, std::vector<std::string> args) {
+    args.insert(args.begin(), HushtraceCli());
+    const RunResult run = RunCommand(args);
+    EXPECT_EQ(run.status, 0) << run.err;
+    WriteFile(dir_ + "/" + name, run.out);
+    return dir_ + "/" + name;
+  };
+  // Prints, per table, "KEY rows=N" once its csv equals the json's rows (keys, order, values).
+  const std::string compare =
+      "import csv, json, sys\n"
+      "def same(rows, objects, key):\n"
+      "    assert rows[0] == list(objects[0].keys()) if objects else True, (key, rows[0])\n"
+      "    assert len(rows) == len(objects) + 1, (key, len(rows), len(objects))\n"
+      "    for row, obj in zip(rows[1:], objects):\n"
+      "        for cell, (k, v) in zip(row, obj.items()):\n"
+      "            want = '' if v is None else v\n"
+      "            got = cell if isinstance(v, str) or v is None else type(v)(cell)\n"
+      "            assert got == want, (key, k, cell, v)\n"
+      "    print(key, 'rows=%d' % len(objects))\n"
+      "def table(path):\n"
+      "    with open(path, newline='') as f:\n"
+      "        return list(csv.reader(f, strict=True))\n"
+      "report = json.load(open(sys.argv[1]))\n"
+      "for arg in sys.argv[2:7]:\n"
+      "    key, path = arg.split('=', 1)\n"
+      "    same(table(path), report[key], key)\n"
+      "for arg in sys.argv[7:]:\n"
+      "    j, c = arg.split('=', 1)\n"
+      "    same(table(c), json.load(open(j))['buckets'], 'buckets')\n";
+  std::vector<std::string> py = {"python3", "-c", compare,
+                                 cli("report.json", {"report", trace, "--format", "json"})};
+  for (const char* section : {"event_counts", "threads", "spans", "functions", "counters"}) {
+    py.push_back(std::string(section) + "=" +
+                 cli(std::string(section) + ".csv",
+                     {"report", trace, "--format", "csv", "--section", section}));
+  }
+  for (const std::vector<std::string>& what :
+       {std::vector<std::string>{"--span", "cliprog:main_loop"},
+        std::vector<std::string>{"--event", "cliprog:iterations", "--field", "value"}}) {
+    std::vector<std::string> args = {"hist", trace};
+    args.insert(args.end(), what.begin(), what.end());
+    args.insert(args.end(), {"--format", "json"});
+    const std::string json = cli("hist" + std::to_string(py.size()) + ".json", args);
+    args.back() = "csv";
+    py.push_back(json + "=" + cli("hist" + std::to_string(py.size()) + ".csv", args));
+  }
+  const RunResult check = RunCommand(py);
+  ASSERT_EQ(check.status, 0) << check.err;
+  // cli_tp_pie: spans cliprog:main_loop and clilib:work; counters iterations, mixed, depth; one
+  // thread; iterations takes 0, 1, 2: two octave rows besides the one of 0.
+  EXPECT_TRUE(Contains(check.out, "spans rows=2\n")) << check.out;
+  EXPECT_TRUE(Contains(check.out, "counters rows=3\n")) << check.out;
+  EXPECT_TRUE(Contains(check.out, "threads rows=1\n")) << check.out;
+  EXPECT_TRUE(Contains(check.out, "functions rows=0\n")) << check.out;
+  EXPECT_EQ(Lines(check.out).size(), 7u) << check.out;
+  EXPECT_EQ(ReadFile(dir_ + "/spans.csv").rfind("name,count,total_ns,self_ns,max_ns\r\n", 0), 0u);
+
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"report", trace, "--format", "csv"},
+        std::vector<std::string>{"report", trace, "--format", "csv", "--section", "nosuch"},
+        std::vector<std::string>{"report", trace, "--section", "spans"},
+        std::vector<std::string>{"report", trace, "--format", "csv", "--section", "spans",
+                                 "--callers", "x"},
+        std::vector<std::string>{"hist", trace, "--span", "cliprog:main_loop", "--format",
+                                 "xml"}}) {
+    std::vector<std::string> argv = {HushtraceCli()};
+    argv.insert(argv.end(), bad.begin(), bad.end());
+    const RunResult refused = RunCommand(argv);
+    EXPECT_EQ(refused.status, 2) << bad.back() << ": " << refused.err;
+    EXPECT_TRUE(refused.out.empty()) << refused.out;
+  }
+  const RunResult no_section = RunCommand({HushtraceCli(), "report", trace, "--format", "csv"});
+  EXPECT_TRUE(Contains(no_section.err, "--section event_counts|threads|spans|functions|counters"))
+      << no_section.err;
+}
+
 TEST_F(CliRecord, NonPieWithStaticRuntime) {
   const std::string trace = dir_ + "/trace";
   const RunResult r = Record({"-o", trace, CLI_TP_NOPIE, "exit", "0"});

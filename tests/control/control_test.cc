@@ -94,6 +94,22 @@ TEST(ControlTest, StartStopWritesEveryCommittedEvent) {
        "import json,sys; d=json.load(open(sys.argv[1])); print(d['session'], d['buffers'] == 1)",
        json});
   EXPECT_EQ(py.out, "active True\n") << py.err << r.out;
+  // CSV: a header row of the same keys, one row of values (Python's csv module): the same
+  // strings, and digits where the JSON has a number (counters and times move between the calls).
+  const std::string csv = dir.path() + "/status.csv";
+  r = Cli({"status", pid, "--format", "csv"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_TRUE(clitest::WriteFile(csv, r.out));
+  const RunResult py_csv = clitest::RunCommand(
+      {"/usr/bin/env", "python3", "-c",
+       "import csv,json,sys\n"
+       "rows=list(csv.reader(open(sys.argv[2], newline=''), strict=True))\n"
+       "d=json.load(open(sys.argv[1]))\n"
+       "print(len(rows), rows[0]==list(d),\n"
+       "      all(c.isdigit() if isinstance(v, int) else c==v for c, v in zip(rows[1], d.values())),\n"
+       "      len(rows[1])==len(d))",
+       json, csv});
+  EXPECT_EQ(py_csv.out, "2 True True True\n") << py_csv.err << r.out;
   r = Cli({"stop", pid});
   ASSERT_EQ(r.status, 0) << r.err;
   // Every event committed before `stop` returned is on disk.
@@ -124,6 +140,10 @@ TEST(ControlTest, SecondSessionUsesTheOpenChannel) {
   const RunResult ps_json = Cli({"ps", "--format=json"});
   EXPECT_NE(ps_json.out.find("{\"pid\":" + pid + ",\"user\":"), std::string::npos) << ps_json.out;
   EXPECT_NE(ps_json.out.find("\"control\":\"open\""), std::string::npos) << ps_json.out;
+  const RunResult ps_csv = Cli({"ps", "--format", "csv"});
+  EXPECT_EQ(ps_csv.out.rfind("pid,user,control,command\r\n", 0), 0u) << ps_csv.out;
+  EXPECT_NE(clitest::LineContaining(ps_csv.out, pid + ",").find(",open,"), std::string::npos)
+      << ps_csv.out;
   EXPECT_EQ(t.Command("emit 7"), "done");  // not traced
   ASSERT_EQ(Cli({"start", pid, "-e", "ctl:tick", "-o", dir.path() + "/b"}).status, 0);
   RunResult again = Cli({"start", pid, "-e", "ctl:tick", "-o", dir.path() + "/c"});

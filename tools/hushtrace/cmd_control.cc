@@ -17,16 +17,17 @@
 #include <vector>
 
 #include "base/dir_stream.h"
-#include "base/unique_fd.h"
 #include "base/parse.h"
+#include "base/unique_fd.h"
 #include "cli_app.h"
 #include "commands.h"
 #include "control_client.h"
-#include "json_writer.h"
 #include "filter/pattern_limits.h"
 #include "filter/trigger_spec.h"
 #include "format/numbered_name.h"
 #include "inject.h"
+#include "json_writer.h"
+#include "table.h"
 
 namespace hush::cli {
 namespace {
@@ -46,15 +47,18 @@ void AddPid(CLI::App& app, ControlArgs& a) {
 }
 
 void AddFormat(CLI::App& app, ControlArgs& a) {
-  app.add_option("--format", a.format, "json: one JSON object, the same keys (docs/cli.md)")->type_name("json");
+  app.add_option("--format", a.format,
+                 "text (default); json: the same keys; csv: a header row of them,\nthen the values "
+                 "(docs/cli.md)")
+      ->type_name("text|json|csv");
 }
 
 // clang-format off
 void DefinePs(CLI::App& app, ControlArgs& a) {
-  DescribeCommand(app, "ps", "ps [--format json]",
+  DescribeCommand(app, "ps", "ps [--format text|json|csv]",
                   "Lists the processes of this user (all for root) that have the hushtrace runtime loaded.",
-                  "--format json prints a JSON array of {\"pid\", \"user\", \"control\", \"command\"} "
-                  "(docs/cli.md).\n");
+                  "--format json prints a JSON array of {\"pid\", \"user\", \"control\", \"command\"}, "
+                  "--format csv\nthose columns (docs/cli.md).\n");
   AddFormat(app, a);
 }
 
@@ -85,7 +89,7 @@ void DefineSnapshot(CLI::App& app, ControlArgs& a) {
 }
 
 void DefineStatus(CLI::App& app, ControlArgs& a) {
-  DescribeCommand(app, "status", "status PID [--format json]", "Shows the session of the process PID: events, buffers, losses.", kExitStatus);
+  DescribeCommand(app, "status", "status PID [--format text|json|csv]", "Shows the session of the process PID: events, buffers, losses.", kExitStatus);
   AddPid(app, a);
   AddFormat(app, a);
 }
@@ -166,7 +170,7 @@ struct ControlLine {
   ControlArgs args;
   CLI::App app;
   pid_t pid = 0;
-  bool json = false;  // --format json
+  std::string format;  // "" (text), "json" or "csv"
 
   // Parses argv with the options `define` declares; -1 to go on, else the exit status.
   int Parse(void (*define)(CLI::App&, ControlArgs&), int argc, char** argv) {
@@ -175,11 +179,12 @@ struct ControlLine {
     if (app.get_option_no_throw("PID") != nullptr && !ParsePid(args.pid.c_str(), &pid)) {
       return BadArguments(app, "expected a process id");
     }
-    const CLI::Option* format = app.get_option_no_throw("--format");
-    if (format != nullptr && format->count() != 0 && args.format != "json") {
-      return BadArguments(app, "--format needs json");
+    const CLI::Option* given = app.get_option_no_throw("--format");
+    if (given != nullptr && given->count() != 0 && args.format != "text" && args.format != "json" &&
+        args.format != "csv") {
+      return BadArguments(app, "--format needs text, json or csv");
     }
-    json = args.format == "json";
+    format = args.format == "text" ? "" : args.format;
     return -1;
   }
 };
@@ -189,16 +194,15 @@ struct ControlLine {
 int RunPs(int argc, char** argv) {
   ControlLine line;
   if (const int s = line.Parse(DefinePs, argc, argv); s >= 0) return s;
-  const bool json = line.json;
+  const bool text = line.format.empty();
   base::DirStream proc = base::DirStream::Open("/proc");
   if (!proc) {
     std::fprintf(stderr, "hushtrace ps: cannot read /proc: %s\n", std::strerror(errno));
     return 1;
   }
   const uid_t me = ::geteuid();
-  JsonWriter j;
-  if (json) j.BeginArray();
-  else std::printf("%8s %-12s %-9s %s\n", "PID", "USER", "CONTROL", "COMMAND");
+  Table table({"pid", "user", "control", "command"});
+  if (text) std::printf("%8s %-12s %-9s %s\n", "PID", "USER", "CONTROL", "COMMAND");
   while (const char* name = proc.Next()) {
     pid_t pid;
     if (!ParsePid(name, &pid) || pid == ::getpid()) continue;
@@ -216,15 +220,19 @@ int RunPs(int argc, char** argv) {
     const passwd* pw = ::getpwuid(st.st_uid);
     const std::string user = pw != nullptr ? pw->pw_name : std::to_string(st.st_uid);
     const bool open = ControlListening(pid);
-    if (json) {
-      j.BeginObject().Key("pid").Int(pid).Key("user").String(user);
-      j.Key("control").String(open ? "open" : "-").Key("command").String(comm).EndObject();
-    } else {
+    if (text) {
       std::printf("%8d %-12s %-9s %s\n", static_cast<int>(pid), user.c_str(), open ? "open" : "-",
                   comm);
+    } else {
+      table.Row().Int(pid).Text(user).Text(open ? "open" : "-").Text(comm);
     }
   }
-  if (json) std::fputs(j.EndArray().text().c_str(), stdout);
+  if (line.format == "csv") std::fputs(table.Csv().c_str(), stdout);
+  if (line.format == "json") {
+    JsonWriter j;
+    table.WriteJson(j);
+    std::fputs(j.text().c_str(), stdout);
+  }
   return 0;
 }
 
@@ -353,21 +361,31 @@ int RunStatus(int argc, char** argv) {
   const pid_t pid = line.pid;
   const ControlReply reply = SendControl(pid, "status", {});
   if ((status = Report("status", pid, reply)) != 0) return status;
-  if (!line.json) {
+  if (line.format.empty()) {
     for (const auto& [key, value] : reply.fields) std::printf("%s: %s\n", key.c_str(), value.c_str());
     return 0;
   }
-  // The same keys; values of decimal digits only as numbers, the others as strings.
-  JsonWriter j;
-  j.BeginObject();
+  // The same keys as columns of one row; values of decimal digits only as numbers, the others as
+  // strings.
+  std::vector<std::string> keys;
+  for (const auto& field : reply.fields) keys.push_back(field.first);
+  Table table(std::move(keys));
+  table.Row();
   for (const auto& [key, value] : reply.fields) {
-    j.Key(key);
     std::uint64_t n = 0;
     const auto r = std::from_chars(value.data(), value.data() + value.size(), n);
-    if (!value.empty() && r.ec == std::errc() && r.ptr == value.data() + value.size()) j.Uint(n);
-    else j.String(value);
+    if (!value.empty() && r.ec == std::errc() && r.ptr == value.data() + value.size())
+      table.Uint(n);
+    else
+      table.Text(value);
   }
-  std::fputs(j.EndObject().text().c_str(), stdout);
+  if (line.format == "csv") {
+    std::fputs(table.Csv().c_str(), stdout);
+    return 0;
+  }
+  JsonWriter j;
+  table.WriteJsonRow(j, 0);
+  std::fputs(j.text().c_str(), stdout);
   return 0;
 }
 

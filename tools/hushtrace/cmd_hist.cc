@@ -17,6 +17,7 @@
 #include "json_writer.h"
 #include "open_trace.h"
 #include "progress.h"
+#include "table.h"
 
 namespace hush::cli {
 namespace {
@@ -49,7 +50,7 @@ void Define(CLI::App& app, Args& a) {
   app.add_option("--field", a.field, "the field of --event")->type_name("F");
   app.add_option("--function", a.function, "the durations of the calls of the traced functions whose name\nmatches the glob NAME (demangled, with or without parameters;\nnamed as in report), entry to exit on each thread")->type_name("NAME");
   app.add_option("--width", a.width, "width of the longest bar (default 50)")->type_name("N");
-  app.add_option("--format", a.format, "text (default) or json (schema: docs/cli.md)")->type_name("F");
+  app.add_option("--format", a.format, "text (default), json, or csv: the buckets only, a row each\n(schemas: docs/cli.md)")->type_name("text|json|csv");
 }
 // clang-format on
 
@@ -74,11 +75,23 @@ std::string Value(double v, bool ns) {
   return Format("%.4g %s", v / 1e9, "s");
 }
 
-// The histogram as text (summary, then one row per octave) or as one JSON object.
+// The rows of the histogram, one per octave: [lower, upper) and count.
+Table Buckets(const hist::LogHistogram& h) {
+  Table t({"lower", "upper", "count"});
+  for (const auto& r : h.Octaves()) t.Row().Double(r.lower).Double(r.upper).Uint(r.count);
+  return t;
+}
+
+// The histogram as text (summary, then one row per octave), as one JSON object, or as CSV (the
+// buckets: a table has one kind of row; the summary is in the other two).
 void PrintHist(const hist::LogHistogram& h, const std::string& what, bool ns, int width,
-               bool json) {
+               const std::string& format) {
   const auto rows = h.Octaves();
-  if (json) {
+  if (format == "csv") {
+    std::fputs(Buckets(h).Csv().c_str(), stdout);
+    return;
+  }
+  if (format == "json") {
     JsonWriter j;
     j.BeginObject().Key("what").String(what).Key("unit").String(ns ? "ns" : "");
     j.Key("count").Uint(h.count());
@@ -97,12 +110,9 @@ void PrintHist(const hist::LogHistogram& h, const std::string& what, bool ns, in
       any ? j.Double(h.Percentile(p)) : j.Null();
     }
     j.EndObject();
-    j.Key("buckets").BeginArray();
-    for (const auto& r : rows) {
-      j.BeginObject().Key("lower").Double(r.lower).Key("upper").Double(r.upper);
-      j.Key("count").Uint(r.count).EndObject();
-    }
-    j.EndArray().EndObject();
+    j.Key("buckets");
+    Buckets(h).WriteJson(j);
+    j.EndObject();
     std::fputs(j.text().c_str(), stdout);
     return;
   }
@@ -130,7 +140,8 @@ void PrintHist(const hist::LogHistogram& h, const std::string& what, bool ns, in
 
 // `hist --function NAME`: durations of the calls of the matching functions (func:entry/exit
 // matched per thread, or func:call). NAME matching no traced function is an error (exit 2).
-int FunctionHist(const reader::Trace& trace, const std::string& glob, int width, bool json) {
+int FunctionHist(const reader::Trace& trace, const std::string& glob, int width,
+                 const std::string& format) {
   int entry = -1, exit = -1, call = -1;
   for (const reader::EventClass& ec : trace.metadata().events) {
     if (ec.name == "func:entry") entry = static_cast<int>(ec.index);
@@ -183,7 +194,7 @@ int FunctionHist(const reader::Trace& trace, const std::string& glob, int width,
   if (!seen && it.skipped().empty()) {
     return BadArgs("no traced function in " + trace.dir() + " matches '" + glob + "'");
   }
-  PrintHist(h, "function " + glob + " call durations", /*ns=*/true, width, json);
+  PrintHist(h, "function " + glob + " call durations", /*ns=*/true, width, format);
   std::fflush(stdout);
   for (const std::string& w : symbols.warnings())
     std::fprintf(stderr, "hushtrace hist: warning: %s\n", w.c_str());
@@ -205,8 +216,10 @@ int RunHist(int argc, char** argv) {
   if (app.count("--event") && event.empty()) return BadArgs("--event needs PROVIDER:NAME");
   if (app.count("--function") && function.empty()) return BadArgs("--function needs a NAME");
   if (app.count("--field") && field.empty()) return BadArgs("--field needs a field name");
-  if (args.format != "text" && args.format != "json") return BadArgs("--format needs text or json");
-  const bool json = args.format == "json";
+  const std::string& format = args.format;
+  if (format != "text" && format != "json" && format != "csv") {
+    return BadArgs("--format needs text, json or csv");
+  }
   int width = 50;
   if (app.count("--width")) {
     const std::string& w = args.width;
@@ -227,7 +240,7 @@ int RunHist(int argc, char** argv) {
     std::fprintf(stderr, "hushtrace hist: %s\n", error.c_str());
     return 1;
   }
-  if (!function.empty()) return FunctionHist(*trace, function, width, json);
+  if (!function.empty()) return FunctionHist(*trace, function, width, format);
   const std::string& wanted = span.empty() ? event : span;
   const reader::EventClass* cls = nullptr;
   for (const reader::EventClass& ec : trace->metadata().events) {
@@ -283,8 +296,8 @@ int RunHist(int argc, char** argv) {
   for (const auto& [tid, stack] : open) unclosed += stack.size();
 
   const bool ns = !span.empty();
-  PrintHist(h, wanted + (ns ? " span durations" : " field " + field), ns, width, json);
-  if (!json && (unmatched != 0 || unclosed != 0)) {
+  PrintHist(h, wanted + (ns ? " span durations" : " field " + field), ns, width, format);
+  if (format == "text" && (unmatched != 0 || unclosed != 0)) {
     std::printf(
         "  (%llu span ends without a begin, %llu spans still open at the end: not counted)\n",
         static_cast<unsigned long long>(unmatched), static_cast<unsigned long long>(unclosed));

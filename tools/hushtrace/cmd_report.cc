@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -18,6 +19,7 @@
 #include "json_writer.h"
 #include "open_trace.h"
 #include "progress.h"
+#include "table.h"
 
 namespace hush::cli {
 namespace {
@@ -37,15 +39,20 @@ constexpr char kFooter[] =
     "analysed up to the damage (WARNING line), the other streams to their end\n";
 
 struct Args {
-  std::string dir, callers, callees, format = "text";
+  std::string dir, callers, callees, format = "text", section;
 };
+
+// The tables of the summary: their keys in the JSON, and the names --section takes, in the
+// order of SectionTables().
+constexpr const char* kSections[] = {"event_counts", "threads", "spans", "functions", "counters"};
 
 // The grammar of `report`: one line per option.
 // clang-format off
 void Define(CLI::App& app, Args& a) {
   DescribeCommand(app, "report", kUsage, kDescription, kFooter);
   app.add_option("DIR", a.dir, "the trace directory")->type_name("");
-  app.add_option("--format", a.format, "text (default) or json: every row of every section, times in ns\n(schema: docs/cli.md)")->type_name("FMT");
+  app.add_option("--format", a.format, "text (default); json: every row of every section, times in ns;\ncsv: every row of the table --section names (schemas: docs/cli.md)")->type_name("text|json|csv");
+  app.add_option("--section", a.section, "with --format csv, the table: event_counts, threads, spans,\nfunctions or counters (the keys of the json)")->type_name("event_counts|threads|spans|functions|counters");
   app.add_option("--callers", a.callers, "instead of the summary: the functions that called NAME directly")->type_name("NAME");
   app.add_option("--callees", a.callees, "instead of the summary: the functions NAME called directly")->type_name("NAME");
 }
@@ -176,6 +183,57 @@ void CloseSpan(ThreadStats& t, std::size_t depth, std::uint64_t ts, std::vector<
   if (!t.stack.empty()) t.stack.back().children += d;
 }
 
+// The tables of the summary, in the order of kSections: every row (no kMaxRows), times in ns.
+std::vector<Table> SectionTables(const reader::Trace& trace, const std::vector<ClassStats>& stats,
+                                 const std::unordered_map<std::uint32_t, ThreadStats>& threads,
+                                 const std::vector<FunctionProfile::Row>& func_rows) {
+  const auto& classes = trace.metadata().events;
+  std::vector<Table> tables;
+  tables.reserve(std::size(kSections));  // the references below stay valid
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < classes.size(); ++i) order.push_back(i);
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return stats[a].count != stats[b].count ? stats[a].count > stats[b].count : a < b;
+  });
+  Table& events = tables.emplace_back(std::vector<std::string>{"name", "count"});
+  for (std::size_t c : order) {
+    if (stats[c].count != 0) events.Row().Text(classes[c].name).Uint(stats[c].count);
+  }
+  std::vector<const ThreadStats*> ts;
+  for (const auto& [tid, t] : threads) ts.push_back(&t);
+  std::sort(ts.begin(), ts.end(), [](const ThreadStats* a, const ThreadStats* b) {
+    return a->events != b->events ? a->events > b->events : a->tid < b->tid;
+  });
+  Table& thread_table = tables.emplace_back(std::vector<std::string>{"tid", "name", "events"});
+  for (const ThreadStats* t : ts) thread_table.Row().Uint(t->tid).Text(t->name).Uint(t->events);
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return stats[a].total != stats[b].total ? stats[a].total > stats[b].total : a < b;
+  });
+  Table& spans = tables.emplace_back(
+      std::vector<std::string>{"name", "count", "total_ns", "self_ns", "max_ns"});
+  for (std::size_t c : order) {
+    const ClassStats& st = stats[c];
+    if (st.spans == 0) continue;
+    spans.Row().Text(classes[c].name).Uint(st.spans).Int(trace.CyclesToNs(st.total));
+    spans.Int(trace.CyclesToNs(st.self)).Int(trace.CyclesToNs(st.max));
+  }
+  Table& funcs = tables.emplace_back(
+      std::vector<std::string>{"name", "calls", "total_ns", "self_ns", "max_ns"});
+  for (const FunctionProfile::Row& r : func_rows) {
+    funcs.Row().Text(r.name).Uint(r.calls).Int(trace.CyclesToNs(r.total));
+    funcs.Int(trace.CyclesToNs(r.self)).Int(trace.CyclesToNs(r.max));
+  }
+  Table& counters =
+      tables.emplace_back(std::vector<std::string>{"name", "count", "min", "avg", "max"});
+  for (std::size_t c = 0; c < classes.size(); ++c) {
+    const ClassStats& st = stats[c];
+    if (st.samples == 0) continue;
+    counters.Row().Text(classes[c].name).Uint(st.samples).Double(st.min);
+    counters.Double(st.sum / static_cast<double>(st.samples)).Double(st.max_value);
+  }
+  return tables;
+}
+
 // `report --callers/--callees`: only those tables. NAME matching no traced function is an error
 // (exit 2), as an unknown event is for `hist`.
 int PrintCallGraph(const reader::Trace& trace, const FunctionProfile& functions,
@@ -208,11 +266,21 @@ int RunReport(int argc, char** argv) {
   const std::string &dir = args.dir, &callers = args.callers, &callees = args.callees;
   if (app.count("--callers") && callers.empty()) return BadArgs("--callers needs a function NAME");
   if (app.count("--callees") && callees.empty()) return BadArgs("--callees needs a function NAME");
-  if (args.format != "text" && args.format != "json") return BadArgs("--format needs text or json");
-  const bool json = args.format == "json";
+  if (args.format != "text" && args.format != "json" && args.format != "csv") {
+    return BadArgs("--format needs text, json or csv");
+  }
+  const bool json = args.format == "json", csv = args.format == "csv";
+  std::string sections;
+  for (const char* s : kSections) sections += (sections.empty() ? "" : "|") + std::string(s);
+  // One CSV document holds one table: the summary's are chosen by name.
+  if (csv &&
+      std::find(std::begin(kSections), std::end(kSections), args.section) == std::end(kSections)) {
+    return BadArgs("--format csv prints one table: give --section " + sections);
+  }
+  if (!csv && app.count("--section")) return BadArgs("--section goes with --format csv");
   if (dir.empty()) return BadArgs("missing the trace directory DIR");
-  if (json && (!callers.empty() || !callees.empty())) {
-    return BadArgs("--format json goes with the summary, not --callers/--callees");
+  if ((json || csv) && (!callers.empty() || !callees.empty())) {
+    return BadArgs("--format " + args.format + " goes with the summary, not --callers/--callees");
   }
   std::string error;
   auto trace = OpenTraceRecovering(dir, "hushtrace report", &error);
@@ -292,8 +360,20 @@ int RunReport(int argc, char** argv) {
   std::vector<std::string> warnings = LossWarnings(*trace);  // the same lines as dump's
   for (const std::string& w : trace->warnings()) warnings.push_back(w);
   for (const std::string& damage : it.skipped()) warnings.push_back(damage + kSkipped);
-  if (json) {
-    const std::vector<FunctionProfile::Row> func_rows = functions.Rows();  // resolves: warnings
+  if (json || csv) {
+    const std::vector<Table> tables = SectionTables(*trace, stats, threads, functions.Rows());
+    if (csv) {
+      // The warnings go where a reader of the table still sees them.
+      for (const std::string& w : warnings)
+        std::fprintf(stderr, "hushtrace report: warning: %s\n", w.c_str());
+      for (const std::string& w : functions.warnings())
+        std::fprintf(stderr, "hushtrace report: warning: %s\n", w.c_str());
+      for (std::size_t i = 0; i < std::size(kSections); ++i) {
+        if (args.section == kSections[i]) std::fputs(tables[i].Csv().c_str(), stdout);
+      }
+      std::fflush(stdout);
+      return ReportSkippedStreams(it, "hushtrace report");
+    }
     JsonWriter j;
     j.BeginObject();
     j.Key("trace").String(trace->dir());
@@ -327,67 +407,10 @@ int RunReport(int argc, char** argv) {
     for (const std::string& w : warnings) j.String(w);
     for (const std::string& w : functions.warnings()) j.String(w);
     j.EndArray();
-    std::vector<std::size_t> order;
-    for (std::size_t i = 0; i < classes.size(); ++i) order.push_back(i);
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      return stats[a].count != stats[b].count ? stats[a].count > stats[b].count : a < b;
-    });
-    j.Key("event_counts").BeginArray();
-    for (std::size_t c : order) {
-      if (stats[c].count == 0) continue;
-      j.BeginObject()
-          .Key("name")
-          .String(classes[c].name)
-          .Key("count")
-          .Uint(stats[c].count)
-          .EndObject();
+    for (std::size_t i = 0; i < std::size(kSections); ++i) {
+      j.Key(kSections[i]);
+      tables[i].WriteJson(j);
     }
-    j.EndArray();
-    std::vector<const ThreadStats*> ts;
-    for (const auto& [tid, t] : threads) ts.push_back(&t);
-    std::sort(ts.begin(), ts.end(), [](const ThreadStats* a, const ThreadStats* b) {
-      return a->events != b->events ? a->events > b->events : a->tid < b->tid;
-    });
-    j.Key("threads").BeginArray();
-    for (const ThreadStats* t : ts) {
-      j.BeginObject().Key("tid").Uint(t->tid).Key("name").String(t->name);
-      j.Key("events").Uint(t->events).EndObject();
-    }
-    j.EndArray();
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      return stats[a].total != stats[b].total ? stats[a].total > stats[b].total : a < b;
-    });
-    j.Key("spans").BeginArray();
-    for (std::size_t c : order) {
-      const ClassStats& st = stats[c];
-      if (st.spans == 0) continue;
-      j.BeginObject().Key("name").String(classes[c].name).Key("count").Uint(st.spans);
-      j.Key("total_ns")
-          .Int(trace->CyclesToNs(st.total))
-          .Key("self_ns")
-          .Int(trace->CyclesToNs(st.self));
-      j.Key("max_ns").Int(trace->CyclesToNs(st.max)).EndObject();
-    }
-    j.EndArray();
-    j.Key("functions").BeginArray();
-    for (const FunctionProfile::Row& r : func_rows) {
-      j.BeginObject().Key("name").String(r.name).Key("calls").Uint(r.calls);
-      j.Key("total_ns")
-          .Int(trace->CyclesToNs(r.total))
-          .Key("self_ns")
-          .Int(trace->CyclesToNs(r.self));
-      j.Key("max_ns").Int(trace->CyclesToNs(r.max)).EndObject();
-    }
-    j.EndArray();
-    j.Key("counters").BeginArray();
-    for (std::size_t c = 0; c < classes.size(); ++c) {
-      const ClassStats& st = stats[c];
-      if (st.samples == 0) continue;
-      j.BeginObject().Key("name").String(classes[c].name).Key("count").Uint(st.samples);
-      j.Key("min").Double(st.min).Key("avg").Double(st.sum / static_cast<double>(st.samples));
-      j.Key("max").Double(st.max_value).EndObject();
-    }
-    j.EndArray();
     j.Key("complete").Bool(warnings.empty());
     j.EndObject();
     std::fputs(j.text().c_str(), stdout);
