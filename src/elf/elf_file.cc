@@ -397,6 +397,82 @@ const ElfFile::Section* ElfFile::FindSection(std::string_view name) const {
   return nullptr;
 }
 
+bool ElfFile::ReadDependencies(Dependencies* out, std::string* error) const {
+  *out = Dependencies();
+  const Elf64_Phdr* dynamic = nullptr;
+  for (const Elf64_Phdr& p : phdrs_) {
+    if (p.p_type == PT_DYNAMIC) dynamic = &p;
+  }
+  if (dynamic == nullptr || ehdr_.e_type == ET_REL) return true;
+  std::vector<std::uint64_t> needed;
+  std::uint64_t strtab = 0, strsz = 0, runpath = 0, rpath = 0;
+  bool has_strtab = false, has_runpath = false, has_rpath = false;
+  const std::uint64_t entries =
+      std::min<std::uint64_t>(dynamic->p_filesz / sizeof(Elf64_Dyn), 1u << 16);
+  for (std::uint64_t i = 0; i < entries; ++i) {
+    Elf64_Dyn d;
+    if (!Read(dynamic->p_offset + i * sizeof d, sizeof d, &d, error)) return false;
+    if (d.d_tag == DT_NULL) break;
+    switch (d.d_tag) {
+      case DT_NEEDED:
+        if (needed.size() == kMaxNeeded) {
+          *error = ErrorAt(dynamic->p_offset, "more than " + std::to_string(kMaxNeeded) + " DT_NEEDED entries");
+          return false;
+        }
+        needed.push_back(d.d_un.d_val);
+        break;
+      case DT_STRTAB: strtab = d.d_un.d_ptr, has_strtab = true; break;
+      case DT_STRSZ: strsz = d.d_un.d_val; break;
+      case DT_RUNPATH: runpath = d.d_un.d_val, has_runpath = true; break;
+      case DT_RPATH: rpath = d.d_un.d_val, has_rpath = true; break;
+      default: break;
+    }
+  }
+  if (needed.empty() && !has_runpath && !has_rpath) return true;
+  std::uint64_t str_offset = 0, avail = 0;
+  if (!has_strtab || !AddressToOffset(strtab, &str_offset, &avail)) {
+    *error = ErrorAt(dynamic->p_offset, "DT_NEEDED without a readable DT_STRTAB");
+    return false;
+  }
+  const std::uint64_t limit = std::min(avail, strsz);
+  // The NUL-terminated string at `at` of the table.
+  const auto string_at = [&](std::uint64_t at, std::string* s) {
+    if (at >= limit) {
+      *error = ErrorAt(str_offset, "dynamic string offset " + std::to_string(at) +
+                                       " past the table's " + std::to_string(limit) + " bytes");
+      return false;
+    }
+    char buf[4096];
+    const std::size_t len = static_cast<std::size_t>(std::min<std::uint64_t>(sizeof buf, limit - at));
+    if (!Read(str_offset + at, len, buf, error)) return false;
+    const void* nul = std::memchr(buf, '\0', len);
+    if (nul == nullptr) {
+      *error = ErrorAt(str_offset + at, "dynamic string without a NUL in 4096 bytes");
+      return false;
+    }
+    s->assign(buf, static_cast<std::size_t>(static_cast<const char*>(nul) - buf));
+    return true;
+  };
+  for (const std::uint64_t at : needed) {
+    std::string name;
+    if (!string_at(at, &name)) return false;
+    out->needed.push_back(std::move(name));
+  }
+  if (has_runpath || has_rpath) {
+    std::string path;
+    if (!string_at(has_runpath ? runpath : rpath, &path)) return false;
+    out->rpath = !has_runpath;
+    std::size_t start = 0;
+    while (start <= path.size()) {
+      std::size_t end = path.find(':', start);
+      if (end == std::string::npos) end = path.size();
+      if (end > start) out->search.push_back(path.substr(start, end - start));
+      start = end + 1;
+    }
+  }
+  return true;
+}
+
 bool ElfFile::AddressToOffset(std::uint64_t addr, std::uint64_t* offset,
                               std::uint64_t* avail) const {
   // The last region starting at or below addr (regions are sorted by address).

@@ -122,6 +122,19 @@ class ElfFile {
   // False (and *error) when the table is unreadable.
   bool FunctionSymbols(std::vector<Symbol>* out, std::string* error) const;
 
+  // What the dynamic loader reads to find the libraries this module needs: the DT_NEEDED names in
+  // order, and the search path of DT_RUNPATH (or, without one, DT_RPATH: `rpath` is then true)
+  // split at ':', as stored ($ORIGIN not expanded). Empty for a module without a dynamic
+  // section (static executables, objects). False (and *error) when the section or its string
+  // table cannot be read; at most kMaxNeeded names, each at most 4 KiB.
+  struct Dependencies {
+    std::vector<std::string> needed;
+    std::vector<std::string> search;
+    bool rpath = false;
+  };
+  static constexpr std::size_t kMaxNeeded = 1024;
+  bool ReadDependencies(Dependencies* out, std::string* error) const;
+
   // The NT_GNU_BUILD_ID note as lowercase hex, or "" if there is none.
   std::string BuildId() const;
 

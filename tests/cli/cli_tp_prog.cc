@@ -70,6 +70,11 @@ int main(int argc, char** argv) {
     for (long i = 0, n = std::atol(argv[2]); i < n; ++i) Tick();
     return 0;
   }
+  if (mode == "touch" && argc > 2) {  // proof that the program ran: the file argv[2]
+    const int fd = ::open(argv[2], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd >= 0) ::close(fd);
+    return 0;
+  }
   if (mode == "kill") {
     std::fflush(nullptr);
     ::raise(SIGKILL);

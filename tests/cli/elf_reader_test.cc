@@ -107,6 +107,36 @@ TEST(ElfReader, BuildIdMatchesReadelf) {
   EXPECT_EQ(f->BuildId(), line.substr(line.find("Build ID: ") + 10));
 }
 
+// The dynamic section as readelf -d prints it: NEEDED names in order, the RUNPATH split at ':'.
+TEST(ElfReader, DependenciesMatchReadelf) {
+  if (clitest::FindInPath("readelf").empty()) GTEST_SKIP() << "readelf is not installed";
+  const clitest::RunResult r = clitest::RunCommand({"readelf", "-d", CLI_TP_PIE});
+  std::vector<std::string> needed;
+  std::string runpath;
+  for (std::size_t at = 0; (at = r.out.find("Shared library: [", at)) != std::string::npos;) {
+    at += 17;
+    needed.push_back(r.out.substr(at, r.out.find(']', at) - at));
+  }
+  const std::string line = clitest::LineContaining(r.out, "Library runpath: [");
+  if (!line.empty()) runpath = line.substr(line.find('[') + 1, line.rfind(']') - line.find('[') - 1);
+  ASSERT_GE(needed.size(), 2u) << r.out;
+  auto f = OpenOrDie(CLI_TP_PIE);
+  ASSERT_TRUE(f);
+  ElfFile::Dependencies deps;
+  std::string error;
+  ASSERT_TRUE(f->ReadDependencies(&deps, &error)) << error;
+  EXPECT_EQ(deps.needed, needed);
+  std::string joined;
+  for (const std::string& d : deps.search) joined += (joined.empty() ? "" : ":") + d;
+  EXPECT_EQ(joined, runpath);
+  EXPECT_FALSE(deps.rpath);
+  // A static executable, an object: nothing to load.
+  auto obj = OpenOrDie(CLI_TP_OBJECT);
+  ASSERT_TRUE(obj);
+  ASSERT_TRUE(obj->ReadDependencies(&deps, &error)) << error;
+  EXPECT_TRUE(deps.needed.empty());
+}
+
 TEST(ElfReader, NonPieHasNoRelocations) {
   auto f = OpenOrDie(CLI_TP_NOPIE);
   ASSERT_TRUE(f);

@@ -70,6 +70,41 @@ TEST_F(RecordOptionsTest, BadFilterIsRefusedBeforeTheProgramRuns) {
   EXPECT_FALSE(PathExists(trace));  // nothing created, the program never ran
 }
 
+// Issue 15: what the program's files say is checked before it starts (program_events.h). The
+// PIE links cli_tplib (DT_NEEDED, found through its RUNPATH) and libhushtrace.so: their
+// tracepoints count; a pattern matching none is a warning and the program runs; a filter that
+// binds to none of the selected tracepoints is refused (exit 2) and the program never runs.
+TEST_F(RecordOptionsTest, PatternsAndFilterAreCheckedAgainstTheProgramsFilesBeforeItRuns) {
+  const std::string ran = dir_ + "/ran";
+  RunResult r = Record({"-e", "nosuch:*", "-e", "clilib:*", "-e", "sched:*", "-o", dir_ + "/t1",
+                        CLI_TP_PIE, "touch", ran});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(PathExists(ran));
+  EXPECT_NE(r.err.find("warning: -e 'nosuch:*' matches no tracepoint of " + std::string(CLI_TP_PIE)),
+            std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("'clilib:*' matches no"), std::string::npos)
+      << "the linked library's tracepoints were not read: " << r.err;
+  EXPECT_EQ(r.err.find("'sched:*' matches no"), std::string::npos)
+      << "libhushtrace.so's tracepoints were not read: " << r.err;
+
+  // `n` is a field of clilib:call only: the filter binds, the program runs.
+  RemoveTree(ran);
+  r = Record({"-e", "clilib:*", "--filter", "n > 0", "-o", dir_ + "/t2", CLI_TP_PIE, "touch", ran});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(PathExists(ran));
+
+  RemoveTree(ran);
+  r = Record({"-e", "clilib:*", "-e", "cliprog:*", "--filter", "nosuchfield > 3", "-o",
+              dir_ + "/t3", CLI_TP_PIE, "touch", ran});
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("--filter 'nosuchfield > 3' applies to none of the"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("no field 'nosuchfield'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("was not started"), std::string::npos) << r.err;
+  EXPECT_FALSE(PathExists(ran)) << "the program ran";
+  EXPECT_FALSE(PathExists(dir_ + "/t3")) << "the output directory was created";
+}
+
 // Issue 17: a filter of 20,000 parentheses (or 60,000 '!') in HUSHTRACE_FILTER killed the
 // program before main(), and through --filter the record process. Both refuse it now with the
 // column; at the limits (filter::kMaxNesting levels, filter::kMaxFilterBytes) it works.

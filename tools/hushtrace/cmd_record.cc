@@ -28,6 +28,7 @@
 #include "format/numbered_name.h"
 #include "hushtrace/reader.h"
 #include "open_trace.h"
+#include "program_events.h"
 #include "record_functions.h"
 #include "base/dir_stream.h"
 #include "base/unique_fd.h"
@@ -462,6 +463,29 @@ int RunRecord(int argc, char** argv) {
                    "hushtrace record: warning: pattern '%s' matches no event name "
                    "(names are 'provider:name'; did you mean '%s:*'?)\n",
                    p.c_str(), p.c_str());
+    }
+  }
+
+  {
+    // What can be known before PROGRAM runs is said now (program_events.h).
+    std::vector<std::string> preload;  // LD_PRELOAD: separated by spaces or colons (ld.so(8))
+    if (const char* env = std::getenv("LD_PRELOAD"); env != nullptr) {
+      std::string word;
+      for (const char* c = env;; ++c) {
+        if (*c != '\0' && *c != ' ' && *c != ':') {
+          word += *c;
+          continue;
+        }
+        if (!word.empty()) preload.push_back(std::move(word));
+        word.clear();
+        if (*c == '\0') break;
+      }
+    }
+    if (!opts.functions.empty() && !ProgramHasRuntime(program)) preload.push_back(RuntimeLibrary());
+    ProgramEvents known;
+    if (ReadProgramEvents(program, preload, &known) &&
+        !CheckProgramEvents(known, program, opts.patterns, opts.has_filter, opts.filter)) {
+      return 2;
     }
   }
 

@@ -10,6 +10,10 @@ namespace hush::cli {
 // "2us", "500ns", "1.5ms", "3s", or a plain number of nanoseconds. False on anything else.
 bool ParseDurationNs(const std::string& text, std::uint64_t* ns);
 
+// `name` as execvp() finds it: itself when it holds a '/', else the first executable file of that
+// name in the directories of PATH; `name` unchanged when none is found.
+std::string FindInPath(const std::string& name);
+
 // The runtime to preload when PROGRAM does not link it: $HUSHTRACE_RUNTIME, else the installed
 // library next to this executable (../lib...), else the one of the build tree. "" if none exists.
 std::string RuntimeLibrary();
