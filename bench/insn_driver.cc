@@ -3,12 +3,15 @@
 //
 //   hush_insn_driver MODE N [TRACE_DIR]
 //   MODE: empty | disabled | disabled_flag | enabled2int | string32 | span | span_flight |
-//         span_trigger
+//         span_trigger | span_quantile
 //
 // `span_flight`: the span in a flight-mode session whose snapshot trigger is a duration on
 // another span (hushbench:span_other>1s): the span's own path, unchanged by triggers elsewhere.
 // `span_trigger`: the span with a duration trigger of its own (hushbench:span>1s) that never
 // fires: every begin and end take the slow path and the trigger check.
+// `span_quantile`: the same with an adaptive threshold (hushbench:span>p99.9): every end also
+// feeds the running estimate (session/quantile_threshold.h). It fires on the spans beyond the
+// estimate (a preempted iteration), at most once per snapshot interval (1 s by default).
 // Every enabled mode also prints the wall-clock ns per iteration of the N loop (no valgrind).
 //
 // `disabled` is a static-key site (a 5-byte NOP, unless the build is HUSH_STATIC_KEYS=OFF);
@@ -74,6 +77,7 @@ void bench_loop_disabled_flag(std::int32_t n);  // insn_driver_flag.cc
 // The same loop under the names callgrind collects for the trigger modes.
 [[gnu::noinline]] void bench_loop_span_flight(std::int32_t n) { bench_loop_span(n); }
 [[gnu::noinline]] void bench_loop_span_trigger(std::int32_t n) { bench_loop_span(n); }
+[[gnu::noinline]] void bench_loop_span_quantile(std::int32_t n) { bench_loop_span(n); }
 
 // Never called: a span for span_flight's trigger to name.
 [[gnu::noinline, gnu::used]] void bench_span_other() { HUSH_SPAN(hushbench, span_other); }
@@ -101,6 +105,8 @@ void Run(const std::string& mode, std::int32_t n) {
     bench_loop_span_flight(n);
   } else if (mode == "span_trigger") {
     bench_loop_span_trigger(n);
+  } else if (mode == "span_quantile") {
+    bench_loop_span_quantile(n);
   }
 }
 
@@ -109,14 +115,14 @@ void Run(const std::string& mode, std::int32_t n) {
 int main(int argc, char** argv) {
   if (argc < 3) {
     std::fprintf(stderr,
-                 "usage: %s empty|disabled|disabled_flag|enabled2int|string32|span|span_flight|span_trigger N "
+                 "usage: %s empty|disabled|disabled_flag|enabled2int|string32|span|span_flight|span_trigger|span_quantile N "
                  "[TRACE_DIR]\n",
                  argv[0]);
     return 2;
   }
   const std::string mode = argv[1];
   const long n = std::strtol(argv[2], nullptr, 10);
-  const bool triggers = mode == "span_flight" || mode == "span_trigger";
+  const bool triggers = mode == "span_flight" || mode == "span_trigger" || mode == "span_quantile";
   const bool enabled = mode == "enabled2int" || mode == "string32" || mode == "span" || triggers;
   if (!(enabled || mode == "empty" || mode == "disabled" || mode == "disabled_flag") || n < 0 ||
       n > INT32_MAX) {
@@ -136,7 +142,9 @@ int main(int argc, char** argv) {
     options.buffer_size = std::size_t{64} << 20;
     if (triggers) {
       options.mode = hush::Mode::kFlight;
-      options.snapshot_on = {mode == "span_trigger" ? "hushbench:span>1s" : "hushbench:span_other>1s"};
+      options.snapshot_on = {mode == "span_trigger"    ? "hushbench:span>1s"
+                             : mode == "span_quantile" ? "hushbench:span>p99.9"
+                                                       : "hushbench:span_other>1s"};
     }
     std::string error;
     session = hush::Session::Start(options, &error);

@@ -1,6 +1,8 @@
 // See trigger_spec.h.
 #include "filter/trigger_spec.h"
 
+#include <cstdlib>
+
 #include "base/parse.h"
 #include "filter/filter.h"
 
@@ -32,6 +34,24 @@ bool ParseTrigger(std::string_view text, TriggerSpec* out, std::string* error) {
   std::string_view rest = Trim(text.substr(cut + 1));
   if (text[cut] == '>') {
     spec.kind = TriggerSpec::Kind::kDuration;
+    if (!rest.empty() && rest.front() == 'p') {
+      // p99.9: at most two decimals, 50 <= percent <= 99.99 (warm-up grows as 10 / (1 - q)).
+      const std::string_view digits = rest.substr(1);
+      const std::size_t dot = digits.find('.');
+      const bool well_formed =
+          !digits.empty() && digits.find_first_not_of("0123456789.") == std::string_view::npos &&
+          digits.front() != '.' && digits.back() != '.' &&
+          (dot == std::string_view::npos || (digits.find('.', dot + 1) == std::string_view::npos &&
+                                             digits.size() - dot - 1 <= 2));
+      const double percent = well_formed ? std::strtod(std::string(digits).c_str(), nullptr) : -1;
+      if (!(percent >= 50 && percent <= 99.99)) {
+        return fail("'" + std::string(rest) +
+                    "' is not a percentile threshold (p50 to p99.99, e.g. p99.9)");
+      }
+      spec.quantile = percent / 100;
+      *out = std::move(spec);
+      return true;
+    }
     if (!base::ParseDurationWithUnit(rest, &spec.threshold_ns)) {
       return fail("'" + std::string(rest) +
                   "' is not a duration (a number and a unit: ns, us, ms or s, e.g. 50ms)");

@@ -5,6 +5,9 @@
 //   pattern   := glob                      any event matching glob fires
 //              | glob '>' duration         a span matching glob fires when it ends after lasting
 //                                          longer than duration (number + ns|us|ms|s: 50ms, 1.5us)
+//              | glob '>' 'p' percent      ... longer than the running estimate of that percentile
+//                                          of its durations (p99.9: session/quantile_threshold.h);
+//                                          percent from 50 to 99.99
 //              | glob '[' filter ']'       an event matching glob fires when the field filter
 //                                          (filter.h) holds on its payload: net:recv[bytes > 1000]
 //   glob      := fnmatch pattern over "provider:name", without '>' or '['
@@ -26,7 +29,8 @@ struct TriggerSpec {
   std::string text;  // the pattern as given
   std::string glob;
   Kind kind = Kind::kEvent;
-  std::uint64_t threshold_ns = 0;  // kDuration
+  std::uint64_t threshold_ns = 0;  // kDuration with a fixed threshold
+  double quantile = 0;             // kDuration with an adaptive one: 0.999 for p99.9; else 0
   std::string condition;           // kField: the filter expression
 };
 

@@ -41,6 +41,7 @@
 #include "ring/ring_buffer.h"
 #include "sched/sched_recorder.h"
 #include "session/file_numbers.h"
+#include "session/quantile_threshold.h"
 
 namespace hush::session {
 
@@ -57,13 +58,15 @@ struct TriggerInfo {
   std::uint32_t tid = 0;
   std::uint64_t ts = 0;         // its timestamp (cycles); for a span, its end
   std::uint64_t duration = 0;   // a span's duration (cycles); 0 otherwise
+  std::uint64_t threshold = 0;  // the threshold it was beyond (cycles): duration triggers
 };
 
 // A trigger rule of one event id (SessionOptions::snapshot_on parsed, snapshots.cc).
 struct TriggerRule {
   std::uint32_t spec = 0;
   filter::TriggerSpec::Kind kind = filter::TriggerSpec::Kind::kEvent;
-  std::uint64_t threshold_cycles = 0;                // kDuration
+  std::uint64_t threshold_cycles = 0;                // kDuration, fixed threshold
+  std::unique_ptr<QuantileThreshold> quantile;       // kDuration, adaptive (p99.9)
   std::unique_ptr<filter::Program> condition;        // kField
 };
 

@@ -6,7 +6,8 @@
 //
 //   OnTriggerEvent   rules of the event id: any event | field condition | span duration
 //     span begin     push (id, ts) on this thread's open-span stack       (no clock read, no lock)
-//     span end       pop it; duration = ts - begin; > threshold: fire
+//     span end       pop it; duration = ts - begin; > threshold (fixed, or the running
+//                    percentile estimate: quantile_threshold.h): fire
 //   Fire             interval check (one CAS), claim a pending slot (CAS 0 -> 1), fill it,
 //                    publish it (store 2, release), sem_post.          Never waits, never allocates.
 //
@@ -170,7 +171,11 @@ void Core::BindTriggers() {
       rule.kind = spec.kind;
       if (spec.kind == filter::TriggerSpec::Kind::kDuration) {
         if (e->meta.kind != static_cast<std::uint8_t>(internal::EventKind::kSpan)) continue;
-        rule.threshold_cycles = NsToCycles(spec.threshold_ns, calibration_.freq_hz);
+        if (spec.quantile > 0) {
+          rule.quantile = std::make_unique<QuantileThreshold>(spec.quantile);  // per span name
+        } else {
+          rule.threshold_cycles = NsToCycles(spec.threshold_ns, calibration_.freq_hz);
+        }
       } else if (spec.kind == filter::TriggerSpec::Kind::kField) {
         std::string why;
         std::unique_ptr<filter::Parsed> parsed = filter::Parse(spec.condition, &why);
@@ -209,7 +214,13 @@ void Core::OnTriggerEvent(internal::ThreadWriter& w, std::uint32_t id, const cha
           const bool begin = size >= 1 && payload[0] == 0;  // SpanPhase: 0 begin, 1 end
           info.duration = SpanDuration(generation_, id, begin, info.ts);
         }
-        if (info.duration > rule.threshold_cycles) return Fire(info);
+        if (info.duration == 0) break;  // a begin, or an end whose begin is unknown
+        if (rule.quantile) {
+          if (rule.quantile->Exceeds(info.duration, &info.threshold)) return Fire(info);
+        } else if (info.duration > rule.threshold_cycles) {
+          info.threshold = rule.threshold_cycles;
+          return Fire(info);
+        }
         break;
     }
   }
@@ -293,7 +304,10 @@ void Core::BeginSnapshot(const TriggerInfo& info) {
                          {"hushtrace_snapshot_after_ns", options_.snapshot_after_ns}};
     if (spec.kind == filter::TriggerSpec::Kind::kDuration) {
       trace.env_numbers.emplace_back("hushtrace_snapshot_duration_ns", CyclesToNs(info.duration, calibration_.freq_hz));
-      trace.env_numbers.emplace_back("hushtrace_snapshot_threshold_ns", spec.threshold_ns);
+      // A fixed threshold as given; an adaptive one as it stood when the span ended.
+      trace.env_numbers.emplace_back("hushtrace_snapshot_threshold_ns",
+                                     spec.quantile > 0 ? CyclesToNs(info.threshold, calibration_.freq_hz)
+                                                       : spec.threshold_ns);
     }
     text = format::BuildMetadata(trace, registry::Global().EventsWithIds());
   }
