@@ -87,8 +87,41 @@ HUSH_C_API void hush_c_emitv(uint32_t id, const struct hush_c_piece* pieces,
 HUSH_C_API int hush_c_session_start(const char* events_csv, const char* output_dir,
                                     const char* mode, size_t buffer_size, char* error_buf,
                                     size_t error_len) HUSH_C_INTERNAL_NOEXCEPT;
-/* Stops the session started by hush_c_session_start(): disables the events and writes everything
- * committed. No effect when there is none. */
+/* Every option of a session, for hush_c_session_start_with(): the four of hush_c_session_start()
+ * and the filter and snapshot triggers of hush::SessionOptions (hushtrace/session.h).
+ *
+ *   struct hush_c_session_options o;
+ *   hush_c_session_options_init(&o);   (struct_size and the defaults)
+ *   o.events_csv = "app:*";
+ *   o.mode = "flight";
+ *   o.snapshot_on_csv = "app:request>p99.9, app:error";
+ *   if (hush_c_session_start_with(&o, error, sizeof error) != 0) ...
+ *
+ * struct_size is the size of the caller's struct: a later version adds fields at the end only,
+ * and reads none beyond struct_size, so a program built against this header keeps working. */
+struct hush_c_session_options {
+  size_t struct_size;
+  const char* events_csv;        /* comma-separated globs; required */
+  const char* output_dir;        /* NULL or "": ./hushtrace-<date>-<pid> */
+  const char* mode;              /* "stream" (NULL or "") or "flight" */
+  size_t buffer_size;            /* per-thread ring, bytes (>= 16 KiB); 0: 1 MiB */
+  const char* filter;            /* NULL or "": none; e.g. "bytes > 1000 && fd != 3" */
+  /* Flight mode: trigger patterns, comma-separated, as `record --snapshot-on`: "db:error",
+   * "app:request>50ms", "app:request>p99.9", "net:recv[bytes > 1000]". NULL or "": none. */
+  const char* snapshot_on_csv;
+  uint32_t snapshot_interval_ms; /* at most one snapshot per interval (default 1000) */
+  uint32_t snapshot_keep;        /* the newest kept (default 16; 0: all) */
+  uint64_t snapshot_after_ns;    /* a snapshot also holds this long after its trigger (0) */
+};
+/* Sets o->struct_size and every option to its default (events_csv NULL: set it). */
+HUSH_C_API void hush_c_session_options_init(struct hush_c_session_options* o) HUSH_C_INTERNAL_NOEXCEPT;
+/* As hush_c_session_start(), with every option. Returns 0, or -1 with the message in error_buf
+ * (a NULL `o`, a struct_size smaller than the first five fields, a pattern or filter that does
+ * not parse or applies to no event: the message says which). */
+HUSH_C_API int hush_c_session_start_with(const struct hush_c_session_options* o, char* error_buf,
+                                         size_t error_len) HUSH_C_INTERNAL_NOEXCEPT;
+/* Stops the session started by hush_c_session_start() or hush_c_session_start_with(): disables
+ * the events and writes everything committed. No effect when there is none. */
 HUSH_C_API void hush_c_session_stop(void) HUSH_C_INTERNAL_NOEXCEPT;
 /* Writes what the rings hold now (flight mode) or what is committed so far (stream mode) of the
  * session started by hush_c_session_start(). Returns 0, or -1 (no such session, write error). */

@@ -48,6 +48,8 @@ struct SessionOptions {
   // with a condition (src/filter/trigger_spec.h, docs/cli.md):
   //   "db:error"               any such event
   //   "app:request>50ms"       a span (HUSH_SPAN) that ends after lasting longer than 50 ms
+  //   "app:request>p99.9"      ... longer than the running p99.9 of its durations (after a
+  //                            warm-up of 10,000 spans; src/session/quantile_threshold.h)
   //   "net:recv[bytes > 1000]" an event whose fields satisfy the filter (filter syntax)
   // When one fires, the session's snapshot thread writes a separate trace,
   // output_dir/snapshots/<UTC time>-<n>/: what every thread's ring held at that moment plus

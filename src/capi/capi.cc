@@ -172,16 +172,26 @@ void SetError(char* buf, std::size_t len, std::string_view message) {
   buf[n] = '\0';
 }
 
-int Start(const char* events_csv, const char* output_dir, const char* mode, std::size_t buffer_size,
-          char* error_buf, std::size_t error_len) {
+// Whether the caller's hush_c_session_options (of its struct_size) has `field`.
+#define HUSH_CAPI_HAS(o, field) \
+  ((o).struct_size >= offsetof(hush_c_session_options, field) + sizeof((o).field))
+
+int Start(const hush_c_session_options& o, char* error_buf, std::size_t error_len) {
+  if (o.struct_size < offsetof(hush_c_session_options, filter)) {
+    SetError(error_buf, error_len,
+             "struct_size " + std::to_string(o.struct_size) +
+                 " is smaller than the options of hush_c_session_start (call "
+                 "hush_c_session_options_init first)");
+    return -1;
+  }
   SessionOptions options;
-  options.events = SplitCsv(events_csv != nullptr ? events_csv : "");
+  options.events = SplitCsv(o.events_csv != nullptr ? o.events_csv : "");
   if (options.events.empty()) {
     SetError(error_buf, error_len, "no events requested");
     return -1;
   }
-  if (output_dir != nullptr) options.output_dir = output_dir;
-  const std::string_view m = mode != nullptr ? mode : "";
+  if (o.output_dir != nullptr) options.output_dir = o.output_dir;
+  const std::string_view m = o.mode != nullptr ? o.mode : "";
   if (m.empty() || m == "stream") {
     options.mode = Mode::kStream;
   } else if (m == "flight") {
@@ -190,7 +200,14 @@ int Start(const char* events_csv, const char* output_dir, const char* mode, std:
     SetError(error_buf, error_len, "mode '" + std::string(m) + "' is not 'stream' or 'flight'");
     return -1;
   }
-  if (buffer_size != 0) options.buffer_size = buffer_size;
+  if (o.buffer_size != 0) options.buffer_size = o.buffer_size;
+  if (HUSH_CAPI_HAS(o, filter) && o.filter != nullptr) options.filter = o.filter;
+  if (HUSH_CAPI_HAS(o, snapshot_on_csv) && o.snapshot_on_csv != nullptr) {
+    options.snapshot_on = SplitCsv(o.snapshot_on_csv);
+  }
+  if (HUSH_CAPI_HAS(o, snapshot_interval_ms)) options.snapshot_interval_ms = o.snapshot_interval_ms;
+  if (HUSH_CAPI_HAS(o, snapshot_keep)) options.snapshot_keep = o.snapshot_keep;
+  if (HUSH_CAPI_HAS(o, snapshot_after_ns)) options.snapshot_after_ns = o.snapshot_after_ns;
   std::lock_guard<std::mutex> lock(g_mu);
   if (g_session != nullptr) {
     SetError(error_buf, error_len, "a session started with hush_c_session_start is running");
@@ -212,14 +229,39 @@ int Start(const char* events_csv, const char* output_dir, const char* mode, std:
 
 extern "C" {
 
-int hush_c_session_start(const char* events_csv, const char* output_dir, const char* mode,
-                         size_t buffer_size, char* error_buf, size_t error_len) noexcept {
+void hush_c_session_options_init(struct hush_c_session_options* o) noexcept {
+  if (o == nullptr) return;
+  const hush::SessionOptions defaults;
+  *o = hush_c_session_options{};
+  o->struct_size = sizeof *o;
+  o->snapshot_interval_ms = defaults.snapshot_interval_ms;
+  o->snapshot_keep = defaults.snapshot_keep;
+  o->snapshot_after_ns = defaults.snapshot_after_ns;
+}
+
+int hush_c_session_start_with(const struct hush_c_session_options* o, char* error_buf,
+                              size_t error_len) noexcept {
+  if (o == nullptr) {
+    hush::capi::SetError(error_buf, error_len, "no options (NULL)");
+    return -1;
+  }
   try {
-    return hush::capi::Start(events_csv, output_dir, mode, buffer_size, error_buf, error_len);
+    return hush::capi::Start(*o, error_buf, error_len);
   } catch (const std::exception& e) {
     hush::capi::SetError(error_buf, error_len, e.what());
     return -1;
   }
+}
+
+int hush_c_session_start(const char* events_csv, const char* output_dir, const char* mode,
+                         size_t buffer_size, char* error_buf, size_t error_len) noexcept {
+  hush_c_session_options o;
+  hush_c_session_options_init(&o);
+  o.events_csv = events_csv;
+  o.output_dir = output_dir;
+  o.mode = mode;
+  o.buffer_size = buffer_size;
+  return hush_c_session_start_with(&o, error_buf, error_len);
 }
 
 void hush_c_session_stop(void) noexcept {

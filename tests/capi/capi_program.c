@@ -3,6 +3,7 @@
  *   capi_program env          emits everything; the session comes from HUSHTRACE_EVENTS/OUTPUT
  *   capi_program api DIR      drives a session with hush_c_session_* (stream mode) into DIR
  *   capi_program flight DIR   the same in flight mode, written by a snapshot
+ *   capi_program triggers DIR hush_c_session_start_with: a filter and snapshot triggers
  *
  * Prints "capi_program: ok" on success, or what failed (exit status 1).
  */
@@ -146,6 +147,45 @@ static int RunApi(const char* dir, const char* mode) {
   return 0;
 }
 
+/* hush_c_session_start_with(): flight mode, the filter x > 1 on capi:fixed, a field trigger that
+ * fires once (x = 5) and an adaptive duration trigger that cannot fire yet (fewer spans than its
+ * warm-up). capi_test checks the trace and the one snapshot. */
+static int RunTriggers(const char* dir) {
+  char error[512];
+  struct hush_c_session_options o;
+  hush_c_session_options_init(&o);
+  CHECK(o.struct_size == sizeof o);
+  CHECK(o.snapshot_interval_ms == 1000 && o.snapshot_keep == 16 && o.snapshot_after_ns == 0);
+  CHECK(o.events_csv == NULL && o.filter == NULL && o.snapshot_on_csv == NULL);
+  CHECK(hush_c_session_start_with(NULL, error, sizeof error) == -1);
+  o.events_csv = "capi:fixed,capi:explicit_span";
+  o.output_dir = dir;
+  o.mode = "flight";
+  o.snapshot_on_csv = "capi:explicit_span>10"; /* no unit */
+  CHECK(hush_c_session_start_with(&o, error, sizeof error) == -1);
+  CHECK(strstr(error, "is not a duration") != NULL);
+  o.struct_size = sizeof(size_t); /* not even events_csv */
+  CHECK(hush_c_session_start_with(&o, error, sizeof error) == -1);
+  CHECK(strstr(error, "struct_size") != NULL);
+  o.struct_size = sizeof o;
+
+  o.filter = "x > 1";
+  o.snapshot_on_csv = "capi:fixed[x > 4], capi:explicit_span>p99";
+  o.snapshot_interval_ms = 0;
+  o.snapshot_keep = 0;
+  if (hush_c_session_start_with(&o, error, sizeof error) != 0) {
+    fprintf(stderr, "capi_program: hush_c_session_start_with: %s\n", error);
+    return 1;
+  }
+  for (int i = 0; i < 10; ++i) Spans();
+  HUSH_C_TRACE(capi, fixed, 1, 2); /* filtered out */
+  HUSH_C_TRACE(capi, fixed, 3, 4);
+  HUSH_C_TRACE(capi, fixed, 5, 6); /* fires */
+  CHECK(hush_c_session_snapshot() == 0);
+  hush_c_session_stop(); /* completes the triggered snapshot */
+  return 0;
+}
+
 int main(int argc, char** argv) {
   int rc = 1;
   if (argc == 2 && strcmp(argv[1], "env") == 0) {
@@ -154,8 +194,10 @@ int main(int argc, char** argv) {
     rc = RunApi(argv[2], "stream");
   } else if (argc == 3 && strcmp(argv[1], "flight") == 0) {
     rc = RunApi(argv[2], "flight");
+  } else if (argc == 3 && strcmp(argv[1], "triggers") == 0) {
+    rc = RunTriggers(argv[2]);
   } else {
-    fprintf(stderr, "usage: %s env | api DIR | flight DIR\n", argv[0]);
+    fprintf(stderr, "usage: %s env | api DIR | flight DIR | triggers DIR\n", argv[0]);
     return 2;
   }
   if (rc != 0 || g_failures != 0) return 1;

@@ -13,6 +13,7 @@
 #include <hushtrace/hushtrace_c.h>
 #include <hushtrace/session.h>
 #include <stdlib.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -266,6 +267,36 @@ void CheckApiTrace(const std::string& mode) {
   EXPECT_EQ(PayloadsOf(events, "capi:counter"), (std::vector<std::string>{"value = 0.25"}));
   EXPECT_TRUE(PayloadsOf(events, "capi:mixed").empty());
   EXPECT_EQ(events.size(), 3u) << raw;
+}
+
+// hush_c_session_start_with(): the filter keeps capi:fixed with x > 1, the field trigger x > 4
+// writes one snapshot holding the event that fired it; the bad pattern and the short struct
+// were refused (checked inside the program).
+TEST(CapiTest, CProgramSessionWithFilterAndTriggers) {
+  TempDir tmp;
+  ASSERT_FALSE(tmp.path().empty());
+  const std::string trace = tmp.path() + "/t";
+  const CommandResult run = RunCommand(
+      "timeout 120 env -u HUSHTRACE_EVENTS -u HUSHTRACE_OUTPUT -u HUSHTRACE_MODE "
+      "-u HUSHTRACE_BUFFER_SIZE " +
+      ShellQuote(ProgramPath()) + " triggers " + ShellQuote(trace));
+  ASSERT_EQ(run.status, 0) << run.output;
+  EXPECT_NE(run.output.find("capi_program: ok"), std::string::npos) << run.output;
+  std::string raw;
+  EXPECT_EQ(PayloadsOf(ReadTrace(trace, &raw), "capi:fixed"),
+            (std::vector<std::string>{"x = 3, y = 4", "x = 5, y = 6"})) << raw;
+  std::vector<std::string> snapshots;  // complete ones: not .NAME.partial
+  if (DIR* d = ::opendir((trace + "/snapshots").c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      if (e->d_name[0] != '.') snapshots.push_back(trace + "/snapshots/" + e->d_name);
+    }
+    ::closedir(d);
+  }
+  ASSERT_EQ(snapshots.size(), 1u);
+  const std::vector<BtEvent> in_snapshot = ReadTrace(snapshots[0], &raw);
+  const std::vector<std::string> fixed = PayloadsOf(in_snapshot, "capi:fixed");
+  ASSERT_FALSE(fixed.empty()) << raw;
+  EXPECT_EQ(fixed.back(), "x = 5, y = 6") << raw;
 }
 
 TEST(CapiTest, CProgramSessionControlStream) { CheckApiTrace("api"); }
