@@ -248,17 +248,22 @@ TEST(CapiTest, CProgramEnvironmentSessionRecordsEveryFieldType) {
   EXPECT_EQ(count, 1u);
 }
 
-void CheckApiTrace(const std::string& mode) {
-  TempDir tmp;
-  ASSERT_FALSE(tmp.path().empty());
-  const std::string trace = tmp.path() + "/trace";
-  // No HUSHTRACE_* variable: the program starts the session itself.
+// capi_program MODE TRACE, with no HUSHTRACE_* variable: the program starts the session itself.
+void RunProgramSession(const std::string& mode, const std::string& trace) {
   const CommandResult run = RunCommand(
       "timeout 120 env -u HUSHTRACE_EVENTS -u HUSHTRACE_OUTPUT -u HUSHTRACE_MODE "
       "-u HUSHTRACE_BUFFER_SIZE " +
       ShellQuote(ProgramPath()) + " " + mode + " " + ShellQuote(trace));
   ASSERT_EQ(run.status, 0) << run.output;
   EXPECT_NE(run.output.find("capi_program: ok"), std::string::npos) << run.output;
+}
+
+void CheckApiTrace(const std::string& mode) {
+  TempDir tmp;
+  ASSERT_FALSE(tmp.path().empty());
+  const std::string trace = tmp.path() + "/trace";
+  RunProgramSession(mode, trace);
+  if (::testing::Test::HasFatalFailure()) return;
   std::string raw;
   const std::vector<BtEvent> events = ReadTrace(trace, &raw);
   EXPECT_EQ(PayloadsOf(events, "capi:fixed"), (std::vector<std::string>{"x = 1, y = 2"})) << raw;
@@ -276,12 +281,7 @@ TEST(CapiTest, CProgramSessionWithFilterAndTriggers) {
   TempDir tmp;
   ASSERT_FALSE(tmp.path().empty());
   const std::string trace = tmp.path() + "/t";
-  const CommandResult run = RunCommand(
-      "timeout 120 env -u HUSHTRACE_EVENTS -u HUSHTRACE_OUTPUT -u HUSHTRACE_MODE "
-      "-u HUSHTRACE_BUFFER_SIZE " +
-      ShellQuote(ProgramPath()) + " triggers " + ShellQuote(trace));
-  ASSERT_EQ(run.status, 0) << run.output;
-  EXPECT_NE(run.output.find("capi_program: ok"), std::string::npos) << run.output;
+  ASSERT_NO_FATAL_FAILURE(RunProgramSession("triggers", trace));
   std::string raw;
   EXPECT_EQ(PayloadsOf(ReadTrace(trace, &raw), "capi:fixed"),
             (std::vector<std::string>{"x = 3, y = 4", "x = 5, y = 6"})) << raw;
