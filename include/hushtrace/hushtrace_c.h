@@ -112,6 +112,9 @@ struct hush_c_session_options {
   uint32_t snapshot_interval_ms; /* at most one snapshot per interval (default 1000) */
   uint32_t snapshot_keep;        /* the newest kept (default 16; 0: all) */
   uint64_t snapshot_after_ns;    /* a snapshot also holds this long after its trigger (0) */
+  /* Stream mode: a thread whose ring is full waits up to this long for the consumer instead of
+   * discarding the event (development runs; 0, the default, never waits). */
+  uint64_t blocking_timeout_ns;
 };
 /* Sets o->struct_size and every option to its default (events_csv NULL: set it). */
 HUSH_C_API void hush_c_session_options_init(struct hush_c_session_options* o) HUSH_C_INTERNAL_NOEXCEPT;

@@ -32,6 +32,11 @@ struct SessionOptions {
   std::string output_dir;           // created 0700; must not exist or be empty
   Mode mode = Mode::kStream;
   std::size_t buffer_size = 1 << 20;  // per thread ring, in bytes (>= 16 KiB)
+  // Stream mode, for development runs that must not lose an event (LTTng's blocking channels):
+  // a thread whose ring is full waits up to this long for the consumer to write a packet, instead
+  // of discarding (and counting) the event. 0: never waits, the production setting. A thread
+  // blocked past the timeout discards as without it; a session that stops ends every wait.
+  std::uint64_t blocking_timeout_ns = 0;
   // Scheduler events of this process's threads (sched:switch_in/switch_out/thread_start/
   // thread_exit/thread_name) from perf_event_open context-switch records, one stream per CPU.
   // Refused by the kernel (perf_event_paranoid, seccomp): one warning, the rest is recorded.
@@ -84,6 +89,9 @@ struct SessionStats {
   // Events of threads whose buffer could not be created (out of memory, disk full, unwritable
   // directory, too many threads): no stream records them; Stop() prints the count.
   std::uint64_t events_without_buffer = 0;
+  // blocking_timeout_ns: events whose thread waited for room in its full ring (each once, whether
+  // the wait ended with room or with the timeout, which then also counts it discarded).
+  std::uint64_t events_blocked = 0;
 };
 
 class Session {

@@ -21,6 +21,7 @@ inline constexpr char kFunctionDepth[] = "HUSHTRACE_FUNCTION_DEPTH";
 inline constexpr char kMinDuration[] = "HUSHTRACE_MIN_DURATION";  // ns
 inline constexpr char kSched[] = "HUSHTRACE_SCHED";              // 1: scheduler events
 inline constexpr char kFollow[] = "HUSHTRACE_FOLLOW";            // 1: forks and execs keep tracing
+inline constexpr char kBlocking[] = "HUSHTRACE_BLOCKING";        // duration: a full ring waits
 
 // HUSHTRACE_BUFFER_SIZE, `record --buffer-size` and the control socket's buffer-size: per-thread
 // ring bytes. The largest is the ring's (src/ring/ring_layout.h checks it: 256 sub-buffers of
@@ -34,7 +35,7 @@ inline constexpr const char* kAll[] = {kEvents,  kOutput,     kMode,      kSnaps
                                        kSnapshotIntervalMs,   kFilter,    kControl,
                                        kBufferSize, kFunctions, kFunctionDepth,
                                        kMinDuration, kSched,  kFollow,
-                                       kSnapshotAfter, kSnapshotKeep};
+                                       kSnapshotAfter, kSnapshotKeep, kBlocking};
 
 }  // namespace hush::base::env
 

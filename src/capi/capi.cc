@@ -208,6 +208,7 @@ int Start(const hush_c_session_options& o, char* error_buf, std::size_t error_le
   if (HUSH_CAPI_HAS(o, snapshot_interval_ms)) options.snapshot_interval_ms = o.snapshot_interval_ms;
   if (HUSH_CAPI_HAS(o, snapshot_keep)) options.snapshot_keep = o.snapshot_keep;
   if (HUSH_CAPI_HAS(o, snapshot_after_ns)) options.snapshot_after_ns = o.snapshot_after_ns;
+  if (HUSH_CAPI_HAS(o, blocking_timeout_ns)) options.blocking_timeout_ns = o.blocking_timeout_ns;
   std::lock_guard<std::mutex> lock(g_mu);
   if (g_session != nullptr) {
     SetError(error_buf, error_len, "a session started with hush_c_session_start is running");

@@ -27,7 +27,13 @@ char* Reserve(Owner& owner, Ring& r, internal::ThreadWriter& w, std::uint32_t id
     r.ClosePacket(w, ts);
     // Once per packet: picks up a name the thread set after its first event.
     if (own_thread) ::prctl(PR_GET_NAME, name, 0, 0, 0);
-    if (!r.OpenPacket(w, ts, tid, name)) {
+    bool opened = r.OpenPacket(w, ts, tid, name);
+    // Blocking sessions only, and only a program's own thread: src/sched's reader must keep up
+    // with the kernel's buffers, and a wait there would lose more than it saves.
+    for (std::uint64_t since = 0; !opened && own_thread && owner.WaitForRoom(&since);) {
+      opened = r.OpenPacket(w, ts, tid, name);
+    }
+    if (!opened) {
       r.CountDiscarded(1);
       owner.EnsureConsumer();
       owner.WakeConsumer();

@@ -37,6 +37,10 @@ class Owner {
   virtual void WakeConsumer() = 0;
   // An event larger than a sub-buffer was discarded (and counted): the owner warns once.
   virtual void EventTooLarge() = 0;
+  // The ring is full (stream mode): whether to try again after waiting a moment for the consumer
+  // (SessionOptions::blocking_timeout_ns). *waiting_since is 0 on the first call of one event;
+  // the owner keeps its start there. False: discard the event, as without blocking.
+  virtual bool WaitForRoom(std::uint64_t* waiting_since) = 0;
 
  protected:
   ~Owner() = default;

@@ -278,6 +278,10 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
     *error = "snapshot triggers (snapshot_on) need flight mode";
     return false;
   }
+  if (options_.blocking_timeout_ns != 0 && options_.mode != Mode::kStream) {
+    *error = "blocking applies to stream mode (a flight recorder overwrites, it never waits)";
+    return false;
+  }
   if (!filter::CheckPatterns(options_.events, "event", error) ||
       !filter::CheckPatterns(options_.snapshot_on, "snapshot-on", error) ||
       !filter::ParseTriggers(options_.snapshot_on, &trigger_specs_, error)) {
@@ -565,6 +569,28 @@ void Core::Detach(internal::ThreadWriter& w) {
 }
 
 void Core::WakeConsumer() { wake_cv_.notify_one(); }
+
+bool Core::WaitForRoom(std::uint64_t* waiting_since) {
+  if (options_.blocking_timeout_ns == 0) return false;
+  // A stopping session: its consumer writes no more packets for a producer to wait for (and
+  // Unpublish waits for this thread to leave the slow path, writers.h).
+  if (active_.load(std::memory_order_relaxed) != this) return false;
+  timespec now;
+  ::clock_gettime(CLOCK_MONOTONIC, &now);
+  const std::uint64_t ns = static_cast<std::uint64_t>(now.tv_sec) * 1000000000u + static_cast<std::uint64_t>(now.tv_nsec);
+  if (*waiting_since == 0) {
+    *waiting_since = ns;
+    blocked_events_.fetch_add(1, std::memory_order_relaxed);
+  } else if (ns - *waiting_since >= options_.blocking_timeout_ns) {
+    return false;
+  }
+  EnsureConsumer();
+  WakeConsumer();
+  // 50 us: a packet's write-out takes a few; shorter only spins the CPU the consumer needs.
+  const timespec step = {0, 50000};
+  ::nanosleep(&step, nullptr);
+  return true;
+}
 
 void Core::EventTooLarge() {
   WarnOnce(warned_oversize_,
@@ -857,6 +883,7 @@ SessionStats Core::Stats() const {
   s.snapshots_triggered = triggers_fired_.load(std::memory_order_relaxed);
   s.triggers_suppressed = triggers_suppressed_.load(std::memory_order_relaxed);
   s.events_filtered_out = filtered_out_.load(std::memory_order_relaxed);
+  s.events_blocked = blocked_events_.load(std::memory_order_relaxed);
   s.events_without_buffer = unattached_events_.load(std::memory_order_relaxed);
   return s;
 }

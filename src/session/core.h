@@ -144,6 +144,7 @@ class Core final : public ring::Owner {
   void EnsureConsumer() override;
   void WakeConsumer() override;
   void EventTooLarge() override;
+  bool WaitForRoom(std::uint64_t* waiting_since) override;
   // A committed event of `w` whose id has kTriggerIdBit (CommitSlow): checks the event's trigger
   // rules (its payload, a span's duration) and hands a snapshot to the snapshot thread when one
   // fires. Never blocks (snapshots.cc).
@@ -265,6 +266,7 @@ class Core final : public ring::Owner {
   // (never recorded). Written by Start() only, before the state words that point readers here.
   std::vector<std::unique_ptr<filter::Program>> filters_;
   std::atomic<std::uint64_t> filtered_out_{0};
+  std::atomic<std::uint64_t> blocked_events_{0};  // WaitForRoom: events that waited
   std::atomic<std::uint64_t> unattached_events_{0};
 };
 

@@ -135,6 +135,13 @@ void StartFromEnvironment() {
       return;
     }
   }
+  if (const char* wait = ::secure_getenv(env::kBlocking); wait != nullptr && *wait != '\0') {
+    if (!hush::base::ParseDurationWithUnit(wait, &options.blocking_timeout_ns)) {
+      std::fprintf(stderr, "hushtrace: HUSHTRACE_BLOCKING='%s' is not a duration (e.g. 1s); "
+                   "tracing is off\n", wait);
+      return;
+    }
+  }
   if (const char* keep = ::secure_getenv(env::kSnapshotKeep); keep != nullptr && *keep != '\0') {
     char* end = nullptr;
     const unsigned long v = std::strtoul(keep, &end, 10);

@@ -539,6 +539,33 @@ TEST_F(CliRecord, SaysHowManyEventsAFullRingDiscarded) {
   EXPECT_FALSE(Contains(RunCommand({HushtraceCli(), "dump", quiet}).err, "lost")) << q.err;
 }
 
+// Issue 14: --blocking. The burst above through the same 16 KiB ring loses nothing: the
+// thread waits for the consumer (HUSHTRACE_BLOCKING); every tick is in the trace. Its value is
+// checked before the program runs, and flight mode refuses it.
+TEST_F(CliRecord, BlockingLosesNoEventOfABurst) {
+  const std::string trace = dir_ + "/trace";
+  const RunResult r = Record({"--blocking", "--buffer-size", "16k", "-e", "cliprog:tick", "-o",
+                              trace, "--", CLI_TP_PIE, "burst", "1000000"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_FALSE(Contains(r.err, "discarded")) << r.err;
+  const RunResult report = RunCommand({HushtraceCli(), "report", "--format", "json", trace});
+  EXPECT_TRUE(Contains(report.out, "\"name\":\"cliprog:tick\",\"count\":1000001")) << report.out;
+  EXPECT_FALSE(Contains(report.out, "WARNING")) << report.out;
+  for (const auto& [args, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--blocking-timeout", "abc"}, "bad --blocking-timeout 'abc'"},
+           {{"--blocking-timeout", "0s"}, "bad --blocking-timeout '0s'"},
+           {{"--blocking", "--mode", "flight"}, "--blocking applies to --mode stream"}}) {
+    std::vector<std::string> argv = args;
+    for (const char* a : {"-o", "", "--", CLI_TP_PIE, "touch", ""}) argv.push_back(a);
+    argv[argv.size() - 5] = dir_ + "/refused";
+    argv.back() = dir_ + "/ran";
+    const RunResult bad = Record(argv);
+    EXPECT_EQ(bad.status, 2) << message;
+    EXPECT_TRUE(Contains(bad.err, message)) << bad.err;
+    EXPECT_FALSE(PathExists(dir_ + "/ran")) << message;
+  }
+}
+
 // Issue 17: messages with the real cause. `record` in a private mount namespace whose output is
 // a small tmpfs (skipped where unprivileged namespaces or mounts are not allowed).
 class CliRecordFullDisk : public CliRecord {

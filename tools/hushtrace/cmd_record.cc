@@ -193,6 +193,7 @@ struct Options {
   std::vector<std::string> snapshot_on;  // HUSHTRACE_SNAPSHOT_ON
   std::string snapshot_interval_ms;      // HUSHTRACE_SNAPSHOT_INTERVAL_MS
   std::string snapshot_after, snapshot_keep;  // HUSHTRACE_SNAPSHOT_AFTER, _KEEP
+  std::string blocking;                       // HUSHTRACE_BLOCKING; empty: never waits
   bool mode_given = false;
   std::vector<std::string> program;  // PROGRAM and its arguments
 };
@@ -201,8 +202,8 @@ struct Options {
 struct Args {
   std::vector<std::string> events, functions, snapshot_on;
   std::string filter, output, mode, buffer_size, depth, min_duration, snapshot_interval;
-  std::string snapshot_after, snapshot_keep;
-  bool sched = false, no_follow = false;
+  std::string snapshot_after, snapshot_keep, blocking;
+  bool sched = false, no_follow = false, blocking_flag = false;
 };
 
 // The grammar of `record`: one line per option.
@@ -216,6 +217,8 @@ void Define(CLI::App& app, Args& a) {
   app.add_option("--buffer-size", a.buffer_size, "ring buffer per thread: bytes or with a k, M or G suffix (256k, 4M),\nfrom 16k to 256M. Default: 1M")->type_name("SIZE");
   app.add_option("--filter", a.filter, "record only events whose fields satisfy EXPR, e.g.\n'bytes > 1000 && fd != 3' (==, !=, <, <=, >, >=, &&, ||, !, ()).\nChecked here: an expression that does not parse is refused")->type_name("EXPR");
   AddList(app, "--snapshot-on", a.snapshot_on, "write a separate snapshot trace to DIR/snapshots/ when an\nevent matching PATTERN is emitted (the event is recorded);\n'app:req>50ms': when a span of app:req lasts longer than 50 ms;\n'app:req>p99.9': longer than the running p99.9 of its durations;\n'net:recv[bytes > 1000]': when the event's fields match. Repeat\nor separate with commas. Implies --mode flight")->type_name("PATTERN");
+  app.add_flag("--blocking", a.blocking_flag, "stream mode: a thread whose ring is full waits (up to 1s) for the\nconsumer instead of discarding the event. For development runs\nthat must lose nothing; production never blocks");
+  app.add_option("--blocking-timeout", a.blocking, "--blocking, waiting up to DURATION (200ms, 5s) per event")->type_name("DURATION");
   app.add_option("--snapshot-after", a.snapshot_after, "a snapshot also holds DURATION after its trigger (5ms)")->type_name("DURATION");
   app.add_option("--snapshot-keep", a.snapshot_keep, "keep the newest N snapshots (0: all). Default: 16")->type_name("N");
   app.add_option("--snapshot-interval", a.snapshot_interval, "at most one triggered snapshot per MS milliseconds. Default: 1000")->type_name("MS");
@@ -261,6 +264,14 @@ int ParseOptions(const CLI::App& app, const Args& a, Options* o) {
       return BadArguments("bad --snapshot-after '" + a.snapshot_after + "': use a duration, e.g. 5ms");
     }
     o->snapshot_after = a.snapshot_after;
+  }
+  if (a.blocking_flag || app.count("--blocking-timeout")) {
+    const std::string value = app.count("--blocking-timeout") ? a.blocking : "1s";
+    std::uint64_t ns = 0;
+    if (!hush::base::ParseDurationWithUnit(value, &ns) || ns == 0) {
+      return BadArguments("bad --blocking-timeout '" + value + "': use a duration, e.g. 1s or 200ms");
+    }
+    o->blocking = value;
   }
   if (app.count("--snapshot-keep")) {
     const std::string& value = a.snapshot_keep;
@@ -327,6 +338,9 @@ int ParseOptions(const CLI::App& app, const Args& a, Options* o) {
     return BadArguments("--snapshot-interval needs --snapshot-on");
   } else if (!o->snapshot_after.empty() || !o->snapshot_keep.empty()) {
     return BadArguments("--snapshot-after and --snapshot-keep need --snapshot-on");
+  }
+  if (!o->blocking.empty() && o->mode != "stream") {
+    return BadArguments("--blocking applies to --mode stream (a flight recorder overwrites)");
   }
   if (o->patterns.empty()) o->patterns.emplace_back(o->functions.empty() ? "*" : "func:*");
   std::string limit_error;
@@ -407,8 +421,8 @@ void ReportDiscards(const std::string& dir, const std::string& buffer_size) {
   std::fprintf(stderr,
                "hushtrace: %llu events were discarded (a thread's ring was full, or an event "
                "was nested in a signal handler's or larger than a sub-buffer); a larger "
-               "--buffer-size (now %s per thread) keeps those of a full ring ('hushtrace report "
-               "%s' shows where)\n",
+               "--buffer-size (now %s per thread), or --blocking in a development run, keeps "
+               "those of a full ring ('hushtrace report %s' shows where)\n",
                static_cast<unsigned long long>(discarded), buffer_size.c_str(), dir.c_str());
 }
 
@@ -515,7 +529,8 @@ int RunRecord(int argc, char** argv) {
       !SetOptionalEnvironment(hush::base::env::kSnapshotIntervalMs, !opts.snapshot_interval_ms.empty(),
                               opts.snapshot_interval_ms) ||
       !SetOptionalEnvironment(hush::base::env::kSnapshotAfter, !opts.snapshot_after.empty(), opts.snapshot_after) ||
-      !SetOptionalEnvironment(hush::base::env::kSnapshotKeep, !opts.snapshot_keep.empty(), opts.snapshot_keep)) {
+      !SetOptionalEnvironment(hush::base::env::kSnapshotKeep, !opts.snapshot_keep.empty(), opts.snapshot_keep) ||
+      !SetOptionalEnvironment(hush::base::env::kBlocking, !opts.blocking.empty(), opts.blocking)) {
     std::fprintf(stderr, "hushtrace record: cannot set the environment: %s\n",
                  std::strerror(errno));
     remove_if_unused();
