@@ -193,20 +193,19 @@ std::unique_ptr<Ring> Ring::Create(int ring_dirfd, std::uint32_t index, const Ri
   // which a short program paid at exit (docs/benchmarks.md, "Per exec under a session"); the
   // zeros cost ~20 µs per 64 KiB and are pages the producer writes anyway.
   base::UniqueFd file(fd);
+  // Every failure from here: the message with errno, and no file left behind.
+  const auto fail = [&](const char* what) -> std::unique_ptr<Ring> {
+    *error = std::string(what) + " ring file " + name + ": " + std::strerror(errno);
+    file.reset();
+    ::unlinkat(ring_dirfd, name.c_str(), 0);
+    return nullptr;
+  };
   if (::ftruncate(fd, static_cast<off_t>(size)) != 0 ||
       WriteZeros(fd, kRingHeaderSize + config.subbuf_size) != 0) {  // from offset 0
-    *error = "cannot size ring file " + name + ": " + std::strerror(errno);
-    file.reset();
-    ::unlinkat(ring_dirfd, name.c_str(), 0);
-    return nullptr;
+    return fail("cannot size");
   }
   void* mapping = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (mapping == MAP_FAILED) {
-    *error = "cannot map ring file " + name + ": " + std::strerror(errno);
-    file.reset();
-    ::unlinkat(ring_dirfd, name.c_str(), 0);
-    return nullptr;
-  }
+  if (mapping == MAP_FAILED) return fail("cannot map");
   // A fork child never inherits the mapping: it writes rings of its own (or none), and a child
   // that drops its privileges must not be able to write into its parent's trace.
   ::madvise(mapping, size, MADV_DONTFORK);
@@ -221,11 +220,10 @@ std::unique_ptr<Ring> Ring::Create(int ring_dirfd, std::uint32_t index, const Ri
   if (!all_reserved && (last_page < written ||
                         !PopulateWriteReserves(static_cast<char*>(mapping) + last_page, page))) {
     if (::fallocate(fd, 0, 0, static_cast<off_t>(size)) != 0 && errno != EOPNOTSUPP) {
-      *error = "cannot size ring file " + name + ": " + std::strerror(errno);
+      const int e = errno;
       ::munmap(mapping, size);
-      file.reset();
-      ::unlinkat(ring_dirfd, name.c_str(), 0);
-      return nullptr;
+      errno = e;
+      return fail("cannot size");
     }
     all_reserved = true;
   }
