@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli_test_util.h"
+#include "emulated_exec.h"
 
 namespace hush::clitest {
 namespace {
@@ -75,6 +76,10 @@ TEST_F(RecordOptionsTest, BadFilterIsRefusedBeforeTheProgramRuns) {
 // tracepoints count; a pattern matching none is a warning and the program runs; a filter that
 // binds to none of the selected tracepoints is refused (exit 2) and the program never runs.
 TEST_F(RecordOptionsTest, PatternsAndFilterAreCheckedAgainstTheProgramsFilesBeforeItRuns) {
+  // Under qemu-user the CLI's PROGRAM is the emulator (x86-64, no tracepoint), so the check can
+  // only say so (the note "qemu-aarch64 ... have no hushtrace tracepoint") and leave the test to
+  // the session; ElfReader's tests read aarch64 files directly.
+  if (hushtest::Emulated()) GTEST_SKIP() << "PROGRAM is qemu-aarch64 here, not the traced file";
   const std::string ran = dir_ + "/ran";
   RunResult r = Record({"-e", "nosuch:*", "-e", "clilib:*", "-e", "sched:*", "-o", dir_ + "/t1",
                         CLI_TP_PIE, "touch", ran});
