@@ -41,19 +41,17 @@ constexpr std::size_t kMaxPieces = 64;
 // exactly `payload` bytes long. Same sequence as internal::EmitEvent.
 template <typename Writer>
 inline void EmitWith(std::uint32_t id, std::size_t payload, Writer&& write) {
-  const std::uint64_t ts = internal::ReadCycleCounter();
   internal::ThreadWriter& w = internal::tls_writer;
-  ++w.nesting;
-  internal::SignalFence();
-  if (char* p = internal::Reserve(w, id, ts, payload)) [[likely]] {
+  const std::uint32_t previous = internal::EnterEvent(w);
+  const std::uint64_t ts = internal::ReadCycleCounter();  // inside the guard, as in EmitEvent
+  if (char* p = internal::Reserve(w, previous, id, ts, payload)) [[likely]] {
     if ((id & internal::kCommitSlowBits) != 0) [[unlikely]] {
       internal::CommitSlow(w, id, p, write(p));
     } else {
       internal::Commit(w, write(p));
     }
   }
-  internal::SignalFence();
-  --w.nesting;
+  internal::LeaveEvent(w, previous);
 }
 
 const char* StringOf(const void* data) {

@@ -312,9 +312,7 @@ bool Ring::OpenPacket(internal::ThreadWriter& w, std::uint64_t ts, std::uint32_t
 
   w.pos = p + kPacketHeaderSize;
   w.last_ts = ts;
-  w.packet_events = 0;
   w.commit = &header_->commit;
-  w.commit_base = data_;
   w.ring = this;
   header_->owner_tid.store(tid, std::memory_order_relaxed);
   // Release: a flusher that reads this offset sees the packet header written above.
@@ -336,8 +334,11 @@ void Ring::ClosePacket(internal::ThreadWriter& w, std::uint64_t ts_end) {
   StoreField<std::uint64_t>(p, kOffDiscarded, header_->discarded.load(std::memory_order_relaxed));
   StoreField<std::uint64_t>(p, kOffOverwritten,
                             header_->overwritten.load(std::memory_order_relaxed));
-  header_->packet_events[n % subbuf_count_].store(w.packet_events, std::memory_order_relaxed);
-  header_->events.store(header_->events.load(std::memory_order_relaxed) + w.packet_events,
+  // The commit word counts the packet's events (thread_writer.h); the owner wrote it last.
+  const auto events = static_cast<std::uint32_t>(CommitEventsOf(
+      header_->commit.offset.load(std::memory_order_relaxed)));
+  header_->packet_events[n % subbuf_count_].store(events, std::memory_order_relaxed);
+  header_->events.store(header_->events.load(std::memory_order_relaxed) + events,
                         std::memory_order_relaxed);
   // Publish: pairs with the acquire load of `produced` in WriteNew(); the consumer that sees n+1
   // sees every byte of packet n.
@@ -347,7 +348,6 @@ void Ring::ClosePacket(internal::ThreadWriter& w, std::uint64_t ts_end) {
   header_->commit.offset.store(kCommitNone, std::memory_order_release);
   w.end.store(nullptr, std::memory_order_relaxed);
   w.pos = nullptr;
-  w.packet_events = 0;
   open_.store(false, std::memory_order_relaxed);
 }
 

@@ -228,7 +228,7 @@ void SchedRecorder::WriteFields(CpuStream& s, std::uint32_t id, std::uint64_t ts
   if (char* p = ring::Reserve(*owner_, *s.ring, s.w, id, ts, payload, vtid, s.name, false,
                               &previous_last_ts)) {
     ((p = internal::FieldTraits<Fields>::Write(p, args)), ...);
-    internal::CommitEvent(s.w, p, s.w.last_ts);
+    internal::Commit(s.w, p);
   }
   internal::LeaveEvent(s.w, previous);
 }

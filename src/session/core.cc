@@ -236,7 +236,6 @@ void Core::OnForkChild() {
   w.pos = nullptr;
   w.ring = nullptr;
   w.generation = 0;
-  w.packet_events = 0;
   ForgetThreadInChild();
   ForgetOwnedCoresInChild();
   active_.store(child, std::memory_order_release);
@@ -793,8 +792,8 @@ void Core::Stop() {
   if (stopped_) return;
   Unpublish(lock);
   // The open packets' events are written below; count them from the commit word (acquire: pairs
-  // with the release in CommitEvent()), not from the owner's packet_events, which a thread still
-  // inside an event after the bounded wait may be writing. From now on the owners' events fail in
+  // with the release in CommitEvent()), not from the owner's ClosePacket, which a thread still inside
+  // an event after the bounded wait may be about to run. From now on the owners' events fail in
   // ReserveSlow; only such a straggler's commit, landing between this read and the write below,
   // can make the trace hold one event more per thread than Stats() counts.
   for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_relaxed); i < n; ++i) {

@@ -177,7 +177,7 @@ class RingHarness {
         return false;
       }
     }
-    char* p = hush::internal::Reserve(w_, 0, ts_, sizeof seq);
+    char* p = hush::internal::Reserve(w_, /*previous=*/0, /*id=*/0, ts_, sizeof seq);
     EXPECT_NE(p, nullptr) << "the fast path must accept an event that fits";
     if (p == nullptr) {
       w_.nesting = 0;

@@ -18,11 +18,13 @@ namespace hush::internal {
 
 inline std::uint64_t ReadCycleCounter() {
 #if defined(__x86_64__)
-  std::uint32_t lo, hi;
+  // 64-bit outputs: rdtsc clears the upper halves of rax and rdx, and saying so spares the
+  // compiler a zero-extending `mov %eax, %eax` on every event.
+  std::uint64_t lo, hi;
   // Not serializing (no lfence): an event's timestamp may be taken a few instructions early,
   // which is below the clock's precision as declared in the metadata.
   asm volatile("rdtsc" : "=a"(lo), "=d"(hi));
-  return (static_cast<std::uint64_t>(hi) << 32) | lo;
+  return (hi << 32) | lo;
 #elif defined(__aarch64__)
   std::uint64_t v;
   asm volatile("mrs %0, cntvct_el0" : "=r"(v));

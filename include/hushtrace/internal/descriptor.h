@@ -66,6 +66,10 @@ inline constexpr std::uint32_t kProbeIdBit = 0x20000000u;
 inline constexpr std::uint32_t kIdMask = ~(kTriggerIdBit | kFilterIdBit | kProbeIdBit);
 // Ids whose events must be committed by CommitSlow rather than Commit.
 inline constexpr std::uint32_t kCommitSlowBits = kFilterIdBit | kProbeIdBit | kTriggerIdBit;
+// `state - 1` of a state word read as 0 (the event was disabled after its site's check): the
+// fast path computes the id without testing for it; the id never fits the compact header, and
+// the slow path drops the event.
+inline constexpr std::uint32_t kDisabledId = 0xFFFFFFFFu;
 inline constexpr std::uint32_t kNoteType = 0x48555348;      // "HSUH" read as little-endian bytes
 inline constexpr std::uint32_t kJumpNoteType = 0x4A555348;  // "HSUJ": bounds of hush_jump
 

@@ -41,13 +41,22 @@ struct SlowEmitter {
   [[gnu::cold, gnu::noinline]] static void Run(std::uint32_t previous, std::uint32_t id,
                                                std::uint64_t ts, Args... args) {
     ThreadWriter& w = tls_writer;
-    const std::size_t payload = (std::size_t{0} + ... + FieldTraits<Fields>::Size(args));
-    if (char* p = ReserveSlow(w, id, ts, payload)) {
-      char* const start = p;
-      ((p = FieldTraits<Fields>::Write(p, args)), ...);
-      CommitSlow(w, id, start, p);
+    if (id != kDisabledId) [[likely]] {
+      const std::size_t payload = (std::size_t{0} + ... + FieldTraits<Fields>::Size(args));
+      if (char* p = ReserveSlow(w, id, ts, payload)) {
+        char* const start = p;
+        ((p = FieldTraits<Fields>::Write(p, args)), ...);
+        CommitSlow(w, id, start, p);
+      }
     }
     LeaveEvent(w, previous);
+  }
+  // An event that interrupted another one on this thread (a signal handler's): the fast path
+  // did not enter it.
+  template <typename... Args>
+  [[gnu::cold, gnu::noinline]] static void RunNested(std::uint32_t id, Args... args) {
+    const std::uint32_t previous = EnterEvent(tls_writer);
+    Run<Args...>(previous, id, ReadCycleCounter(), args...);
   }
 };
 
@@ -60,18 +69,22 @@ inline void EmitEvent(FieldList<Fields...>, std::index_sequence<I...>, std::uint
   static_assert((CheckArgument<Fields, Args, I>() && ...));
   const std::size_t payload = (std::size_t{0} + ... + FieldTraits<Fields>::Size(args));
   ThreadWriter& w = tls_writer;
-  const std::uint32_t nesting = EnterEvent(w);
+  if (!EnterOuterEvent(w)) [[unlikely]] {
+    SlowEmitter<Fields...>::template RunNested<PassArg<Args>...>(id, args...);
+    return;
+  }
   // After the guard: a signal handler's event either completes before this read or is refused
   // as nested, so timestamps never go backwards within a stream.
   const std::uint64_t ts = ReadCycleCounter();
-  if (char* p = TryReserveFast(w, nesting, id, ts, payload)) [[likely]] {
+  if (char* p = TryReserveFast(w, id, ts, payload)) [[likely]] {
+    char* const start = p - kCompactHeaderSize;
     ((p = FieldTraits<Fields>::Write(p, args)), ...);
     w.last_ts = ts;
-    CommitEvent(w, p, ts);
-    LeaveEvent(w, nesting);
+    CommitEvent(w, start, p, ts);
+    LeaveEvent(w, 0);
     return;
   }
-  SlowEmitter<Fields...>::template Run<PassArg<Args>...>(nesting, id, ts, args...);
+  SlowEmitter<Fields...>::template Run<PassArg<Args>...>(0, id, ts, args...);
 }
 
 // Entry point used by the macros, after the enabled check.
@@ -81,11 +94,12 @@ inline void Emit(std::uint32_t id, const Args&... args) {
 }
 
 // Called when the caller saw `d` enabled. Re-reads the state so that the caller's check can be a
-// compare against memory (two instructions when disabled), and skips if it was just disabled.
+// compare against memory (two instructions when disabled). An event disabled in between has the
+// id kDisabledId, which the fast path's id test sends to the slow path, which drops it: no test
+// of its own here.
 template <typename Fields, typename... Args>
 inline void EmitIfStillEnabled(const Descriptor& d, const Args&... args) {
-  const std::uint32_t state = d.state.load(std::memory_order_relaxed);
-  if (state != 0) [[likely]] Emit<Fields>(state - 1, args...);
+  Emit<Fields>(d.state.load(std::memory_order_relaxed) - 1, args...);
 }
 
 }  // namespace hush::internal

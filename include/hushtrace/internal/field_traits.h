@@ -133,7 +133,12 @@ struct StringField {
       p[s.size()] = '\0';
       return p + s.size() + 1;
     }
-    // Cut visibly: the recorded text ends with the marker, then the NUL.
+    return WriteCut(p, s);
+  }
+
+  // Cut visibly: the recorded text ends with the marker, then the NUL. Out of line: rare, and
+  // kept out of the sites that inline Write.
+  [[gnu::cold, gnu::noinline]] static char* WriteCut(char* p, std::string_view s) {
     constexpr std::size_t kKept = kMaxStringBytes - 1 - kTruncationMarker.size();
     std::memcpy(p, s.data(), kKept);
     std::memcpy(p + kKept, kTruncationMarker.data(), kTruncationMarker.size());

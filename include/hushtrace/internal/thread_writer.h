@@ -4,15 +4,20 @@
 // __tls_get_addr) and, once it has emitted, one ring buffer (src/ring). Only the owning thread
 // writes packet bytes and the fields below, so reserve/commit needs no atomic read-modify-write:
 //
-//   nesting++            guard: a signal handler that interrupts an event sees nesting > 1
+//   nesting 0 -> 1       guard: a signal handler that interrupts an event sees nesting != 0
 //   p = pos              reserve: the open packet has [pos, end) free
 //   write header+fields  4-byte compact header (id, low 24 bits of the timestamp), then payload
 //   pos = p + size       commit locally
 //   commit.store(release)  publish the end offset for flushing, snapshots and crash recovery
-//   nesting--
+//   nesting 1 -> 0
+//
+// The commit word is the only count of the open packet's events: each commit adds
+// (1 << 32) + the event's size to the value it published last (read back, relaxed: only this
+// thread writes it while the packet is open). No per-thread copy of the count is kept.
 //
 // Everything unusual (no ring yet, packet full, id >= 255, timestamp gap >= 2^24 cycles, nested
-// call, slow clock mode) goes to ReserveSlow(), which is out of line and cold.
+// call, slow clock mode, an event disabled between the site's check and its state read) goes to
+// the out-of-line slow path (ReserveSlow), which is cold.
 //
 // Memory ordering: the release store of `commit` pairs with the acquire load of the same word by
 // whoever reads the open packet (final flush, flight snapshot); a reader that sees offset X sees
@@ -58,13 +63,12 @@ struct ThreadWriter {
   // RMW); read by a stopping session to wait for events in flight (acquire, pairs with the
   // release in LeaveEvent).
   std::atomic<std::uint32_t> nesting;
-  std::uint32_t packet_events;       // events committed in the open packet
-  CommitWord* commit;        // in the ring header
-  const char* commit_base;   // offsets in `commit` are relative to this address
+  std::uint32_t unused_;     // keeps `commit` where the function-tracing trampoline reads it
+  CommitWord* commit;        // in the ring header; offsets are from the ring's data start
   void* ring;                // the ring this thread writes to (slow path only)
   std::uint64_t generation;  // session generation `ring` belongs to (slow path only)
 };
-static_assert(sizeof(ThreadWriter) == 64, "the fast path touches one cache line");
+static_assert(sizeof(ThreadWriter) <= 64, "the fast path touches one cache line");
 
 // constinit: no dynamic initialization, so no TLS wrapper call; initial-exec: a GOT load plus
 // %fs-relative accesses, never __tls_get_addr.
@@ -92,45 +96,80 @@ inline std::uint32_t EnterEvent(ThreadWriter& w) {
   return n;
 }
 
+// The fast path's form of EnterEvent: enters only an event that interrupts none (nesting 0 -> 1,
+// a compare and a store of a constant), else returns false with nothing changed. A handler that
+// runs between the load and the store completes its whole event and leaves nesting at 0, so the
+// store loses nothing; `pos` is read after it.
+inline bool EnterOuterEvent(ThreadWriter& w) {
+  if (w.nesting.load(std::memory_order_relaxed) != 0) [[unlikely]] return false;
+  w.nesting.store(1, std::memory_order_relaxed);
+  SignalFence();
+  return true;
+}
+
 inline void LeaveEvent(ThreadWriter& w, std::uint32_t previous) {
   SignalFence();
   w.nesting.store(previous, std::memory_order_release);
 }
 
-// Fast-path reservation: returns where the payload goes (header written), or nullptr when the
-// event needs the slow path. Conditions are tested in order of how often they fail.
-inline char* TryReserveFast(ThreadWriter& w, std::uint32_t nesting_before, std::uint32_t id,
-                            std::uint64_t ts, std::size_t payload_size) {
+// Writes a compact header at `p`: the id byte, then the timestamp's low 32 bits at p + 1, whose
+// last byte the payload (always written next, at p + 4) overwrites. Little-endian, this is the
+// u32 (ts << 8 | id) of docs/format.md in two stores and no shift (the trampoline does the same).
+inline void WriteCompactHeader(char* p, std::uint32_t id, std::uint64_t ts) {
+  const auto id8 = static_cast<std::uint8_t>(id);
+  const auto ts32 = static_cast<std::uint32_t>(ts);
+  std::memcpy(p, &id8, 1);
+  std::memcpy(p + 1, &ts32, sizeof ts32);
+}
+
+// Fast-path reservation, called inside an outer event (EnterOuterEvent): returns where the
+// payload goes (header written), or nullptr when the event
+// needs the slow path. Conditions are tested in order of how often they fail. `id` may be
+// UINT32_MAX (the event was disabled after its site's check): it fails the id test.
+inline char* TryReserveFast(ThreadWriter& w, std::uint32_t id, std::uint64_t ts,
+                            std::size_t payload_size) {
   char* p = w.pos;
   const std::size_t size = kCompactHeaderSize + payload_size;
   // Compared as integers: `end` is nullptr (with `pos` stale) whenever the writer must take the
   // slow path, and p + size never wraps.
   if (reinterpret_cast<std::uintptr_t>(p) + size <=
           reinterpret_cast<std::uintptr_t>(w.end.load(std::memory_order_relaxed)) &&
-      ts - w.last_ts < kCompactTimestampRange && nesting_before == 0 && id < kExtendedId)
+      ts - w.last_ts < kCompactTimestampRange && id < kExtendedId)
       [[likely]] {
-    const std::uint32_t header = static_cast<std::uint32_t>(ts << 8) | id;
-    std::memcpy(p, &header, sizeof header);
+    if (payload_size >= kCompactHeaderSize) {
+      WriteCompactHeader(p, id, ts);
+    } else {
+      const std::uint32_t header = static_cast<std::uint32_t>(ts << 8) | id;
+      std::memcpy(p, &header, sizeof header);
+    }
     return p + kCompactHeaderSize;
   }
   return nullptr;
 }
 
-// Full reservation (slow path included), for callers that are not size-critical.
-inline char* Reserve(ThreadWriter& w, std::uint32_t id, std::uint64_t ts, std::size_t payload_size) {
-  if (char* p = TryReserveFast(w, w.nesting.load(std::memory_order_relaxed) - 1, id, ts, payload_size)) {
-    w.last_ts = ts;
-    return p;
+// Full reservation (slow path included) for callers that are not size-critical (the C API),
+// inside an event entered with EnterEvent, which returned `previous`.
+inline char* Reserve(ThreadWriter& w, std::uint32_t previous, std::uint32_t id, std::uint64_t ts,
+                     std::size_t payload_size) {
+  if (previous == 0) {
+    if (char* p = TryReserveFast(w, id, ts, payload_size)) [[likely]] {
+      w.last_ts = ts;
+      return p;
+    }
   }
   return ReserveSlow(w, id, ts, payload_size);
 }
 
-// Publishes an event that ends at `event_end`, stamped `ts` (the thread's w.last_ts).
-inline void CommitEvent(ThreadWriter& w, char* event_end, std::uint64_t ts) {
+// Publishes the event [event_start, event_end), stamped `ts` (the thread's w.last_ts), which
+// begins at w.pos.
+inline void CommitEvent(ThreadWriter& w, const char* event_start, char* event_end, std::uint64_t ts) {
   CommitWord* commit = w.commit;
-  const char* base = w.commit_base;
   w.pos = event_end;
-  const std::uint64_t events = ++w.packet_events;
+  // One more event, `size` more bytes. Relaxed: this thread is the word's only writer while
+  // the packet is open, so the load sees its own last store.
+  const std::uint64_t word = commit->offset.load(std::memory_order_relaxed) +
+                             (std::uint64_t{1} << kCommitEventsShift) +
+                             static_cast<std::uint64_t>(event_end - event_start);
   // Release, not relaxed: a reader (Ring::WriteNew) loads the timestamp, then the offset again
   // after an acquire fence, and keeps the timestamp only if the offset did not move. Release
   // orders the previous event's offset store before this timestamp, so a reader that sees this
@@ -141,11 +180,13 @@ inline void CommitEvent(ThreadWriter& w, char* event_end, std::uint64_t ts) {
   // offset, so this is an STLR.
   commit->timestamp.store(ts, std::memory_order_release);
   // Publish: pairs with the acquire load in Ring::WriteNew(); see file comment.
-  commit->offset.store((events << kCommitEventsShift) | static_cast<std::uint64_t>(event_end - base),
-                       std::memory_order_release);
+  commit->offset.store(word, std::memory_order_release);
 }
 
-inline void Commit(ThreadWriter& w, char* event_end) { CommitEvent(w, event_end, w.last_ts); }
+// Commits the event the slow path reserved at w.pos.
+inline void Commit(ThreadWriter& w, char* event_end) {
+  CommitEvent(w, w.pos, event_end, w.last_ts);
+}
 
 }  // namespace hush::internal
 

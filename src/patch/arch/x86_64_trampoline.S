@@ -48,9 +48,7 @@
 #define TW_END 8
 #define TW_LAST_TS 16
 #define TW_NESTING 24
-#define TW_PACKET_EVENTS 28
 #define TW_COMMIT 32
-#define TW_COMMIT_BASE 40
 // CommitWord
 #define CW_OFFSET 0
 #define CW_TIMESTAMP 8
@@ -108,18 +106,15 @@
 .endm
 
 // Commits the event of OPEN_EVENT (its address already stored) and lowers nesting: the stores
-// of thread_writer.h's CommitEvent, in its order. \t (\t32) is scratch.
-.macro COMMIT_EVENT t, t32
+// of thread_writer.h's CommitEvent, in its order. \t is scratch; rdx is clobbered.
+.macro COMMIT_EVENT t
         movq    %rdx, %fs:TW_POS(%r11)
         movq    %rax, %fs:TW_LAST_TS(%r11)
-        subq    %fs:TW_COMMIT_BASE(%r11), %rdx
-        movl    %fs:TW_PACKET_EVENTS(%r11), \t32
-        addl    $1, \t32
-        movl    \t32, %fs:TW_PACKET_EVENTS(%r11)
-        shlq    $32, \t
-        orq     \t, %rdx
         movq    %fs:TW_COMMIT(%r11), \t
         movq    %rax, CW_TIMESTAMP(\t)
+        // One event of EVENT_SIZE bytes more than the word this thread published last.
+        movabsq $(1 << 32) + EVENT_SIZE, %rdx
+        addq    CW_OFFSET(\t), %rdx
         // Publish (release: x86 keeps stores in order); pairs with Ring::WriteNew's acquire.
         movq    %rdx, CW_OFFSET(\t)
         movl    $0, %fs:TW_NESTING(%r11)
@@ -155,7 +150,7 @@ hush_ftrace_entry:
         movq    24(%rsp), %rcx
         subq    $5, %rcx                        // the patched entry
         movq    %rcx, -8(%rdx)
-        COMMIT_EVENT %rcx, %ecx
+        COMMIT_EVENT %rcx
 .Lentry_push:                                   // rax = ts
         movq    hush_ft_shadow@gottpoff(%rip), %rcx
         movq    %fs:(%rcx), %rcx
@@ -222,7 +217,7 @@ hush_ftrace_return:
         movq    FR_SITE(%r8), %r8
         movq    %r8, -8(%rdx)
         movl    %ecx, SH_TOP(%rsi)              // pop, after the frame was read
-        COMMIT_EVENT %rcx, %ecx
+        COMMIT_EVENT %rcx
 .Lret_done:
         popq    %rdx
         popq    %rax
