@@ -37,7 +37,7 @@ Shadow* const kDead = reinterpret_cast<Shadow*>(1);  // thread past its shadow s
 using internal::ThreadWriter;
 using internal::CommitWord;
 static_assert(offsetof(ThreadWriter, pos) == 0 && offsetof(ThreadWriter, end) == 8 &&
-              offsetof(ThreadWriter, last_ts) == 16 && offsetof(ThreadWriter, nesting) == 24 &&
+              offsetof(ThreadWriter, nesting) == 24 &&
               offsetof(ThreadWriter, commit) == 32 && sizeof(std::atomic<char*>) == 8 &&
               sizeof(std::atomic<std::uint32_t>) == 4);
 static_assert(offsetof(CommitWord, offset) == 0 && offsetof(CommitWord, timestamp) == 8);
@@ -87,11 +87,11 @@ inline void EmitWords(const std::uint64_t (&v)[N], std::uint64_t* ts_out) {
   const std::uint32_t nesting = internal::EnterEvent(w);
   const std::uint64_t ts = internal::ReadCycleCounter();
   if (ts_out) *ts_out = ts;
-  char* p = nesting == 0 ? internal::TryReserveFast(w, id, ts, 8 * N) : nullptr;
+  internal::CommitWord* commit;
+  char* p = nesting == 0 ? internal::TryReserveFast(w, id, ts, 8 * N, &commit) : nullptr;
   if (p != nullptr) [[likely]] {
     std::memcpy(p, v, 8 * N);
-    w.last_ts = ts;
-    internal::CommitEvent(w, p - internal::kCompactHeaderSize, p + 8 * N, ts);
+    internal::CommitEvent(w, commit, p - internal::kCompactHeaderSize, p + 8 * N, ts);
   } else if (char* q = internal::ReserveSlow(w, id, ts, 8 * N)) {
     std::memcpy(q, v, 8 * N);
     if ((id & internal::kTriggerIdBit) != 0) {

@@ -8,8 +8,7 @@
 namespace hush::ring {
 
 char* Reserve(Owner& owner, Ring& r, internal::ThreadWriter& w, std::uint32_t id, std::uint64_t ts,
-              std::size_t payload_size, std::uint32_t tid, char* name, bool own_thread,
-              std::uint64_t* previous_last_ts) {
+              std::size_t payload_size, std::uint32_t tid, char* name, bool own_thread) {
   using internal::kCompactHeaderSize;
   using internal::kCompactTimestampRange;
   using internal::kExtendedHeaderSize;
@@ -20,7 +19,10 @@ char* Reserve(Owner& owner, Ring& r, internal::ThreadWriter& w, std::uint32_t id
     owner.EventTooLarge();
     return nullptr;
   }
-  bool compact = id < kExtendedId && ts >= w.last_ts && ts - w.last_ts < kCompactTimestampRange;
+  // Relative to the last committed event, whose timestamp the commit word holds (thread_writer.h).
+  const std::uint64_t last =
+      r.HasOpenPacket() ? r.header().commit.timestamp.load(std::memory_order_relaxed) : 0;
+  bool compact = id < kExtendedId && ts >= last && ts - last < kCompactTimestampRange;
   std::size_t header = compact ? kCompactHeaderSize : kExtendedHeaderSize;
   if (r.Room(w) < header + payload_size) {
     if (r.HasOpenPacket()) owner.EnsureConsumer();
@@ -57,8 +59,7 @@ char* Reserve(Owner& owner, Ring& r, internal::ThreadWriter& w, std::uint32_t id
     std::memcpy(p + 1, &id, 4);
     std::memcpy(p + 5, &ts, 8);
   }
-  *previous_last_ts = w.last_ts;
-  w.last_ts = ts;
+  w.pending_ts = ts;
   return p + header;
 }
 

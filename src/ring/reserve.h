@@ -49,11 +49,12 @@ class Owner {
 // Writes an event header into `r` for the writer `w` (attached to `r`), opening a new packet
 // (stamped with `tid` and `name`) when the open one is full. Returns where the payload goes, or
 // nullptr when the event is dropped (and counted). `own_thread`: `w` is the calling thread's
-// writer and `name` is refreshed from the thread's name once per packet. `*previous_last_ts`
-// receives `w.last_ts` before this event, for a caller that may withdraw it (field filters).
+// writer and `name` is refreshed from the thread's name once per packet. Sets w.pending_ts
+// to `ts` for Commit(); an event that is reserved but never committed (a field filter refused
+// it) leaves nothing to undo: the next one reuses its space and its compact timestamp is relative
+// to the last committed event's, which the commit word holds.
 char* Reserve(Owner& owner, Ring& r, internal::ThreadWriter& w, std::uint32_t id, std::uint64_t ts,
-              std::size_t payload_size, std::uint32_t tid, char* name, bool own_thread,
-              std::uint64_t* previous_last_ts);
+              std::size_t payload_size, std::uint32_t tid, char* name, bool own_thread);
 
 }  // namespace hush::ring
 

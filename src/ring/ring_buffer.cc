@@ -311,7 +311,6 @@ bool Ring::OpenPacket(internal::ThreadWriter& w, std::uint64_t ts, std::uint32_t
   std::memcpy(p, &h, sizeof h);
 
   w.pos = p + kPacketHeaderSize;
-  w.last_ts = ts;
   w.commit = &header_->commit;
   w.ring = this;
   header_->owner_tid.store(tid, std::memory_order_relaxed);
@@ -328,7 +327,7 @@ void Ring::ClosePacket(internal::ThreadWriter& w, std::uint64_t ts_end) {
   if (!open_.load(std::memory_order_relaxed)) return;
   const std::uint64_t n = header_->produced.load(std::memory_order_relaxed);
   char* p = packet(n);
-  last_end_ts_ = std::max(ts_end, w.last_ts);
+  last_end_ts_ = std::max(ts_end, header_->commit.timestamp.load(std::memory_order_relaxed));
   StoreField<std::uint64_t>(p, kOffTsEnd, last_end_ts_);
   StoreField<std::uint64_t>(p, kOffContent, static_cast<std::uint64_t>(w.pos - p) * 8);
   StoreField<std::uint64_t>(p, kOffDiscarded, header_->discarded.load(std::memory_order_relaxed));

@@ -210,11 +210,11 @@ bool SchedRecorder::Attach(CpuStream& s, std::uint64_t* ts) {
     if (s.ring == nullptr) return false;
     s.w.ring = s.ring;
     s.w.generation = owner_->generation();
-    s.w.last_ts = s.ring->LastEndTimestamp();
+    s.w.pending_ts = s.ring->LastEndTimestamp();
   }
   // Per-CPU perf rings are in time order; the clamp only absorbs conversion jitter so that the
   // stream never goes back in time (CTF requires it).
-  *ts = std::max(*ts, s.w.last_ts);
+  *ts = std::max(*ts, s.w.pending_ts);  // the last event's (ring::Reserve sets it)
   return true;
 }
 
@@ -224,9 +224,7 @@ void SchedRecorder::WriteFields(CpuStream& s, std::uint32_t id, std::uint64_t ts
   const std::size_t payload = (std::size_t{0} + ... + internal::FieldTraits<Fields>::Size(args));
   const std::uint32_t previous = internal::EnterEvent(s.w);
   const std::uint32_t vtid = reader_tid_.load(std::memory_order_relaxed);
-  std::uint64_t previous_last_ts = 0;  // no filter here: nothing is ever withdrawn
-  if (char* p = ring::Reserve(*owner_, *s.ring, s.w, id, ts, payload, vtid, s.name, false,
-                              &previous_last_ts)) {
+  if (char* p = ring::Reserve(*owner_, *s.ring, s.w, id, ts, payload, vtid, s.name, false)) {
     ((p = internal::FieldTraits<Fields>::Write(p, args)), ...);
     internal::Commit(s.w, p);
   }

@@ -197,7 +197,7 @@ void Core::OnTriggerEvent(internal::ThreadWriter& w, std::uint32_t id, const cha
   const std::vector<TriggerRule>& rules = trigger_rules_[id];
   TriggerInfo info;
   info.event_id = id;
-  info.ts = w.last_ts;  // the committed event's
+  info.ts = w.pending_ts;  // the committed event's (trigger events take the slow path)
   info.tid = w.ring != nullptr ? static_cast<ring::Ring*>(w.ring)->header().owner_tid.load(std::memory_order_relaxed) : 0;
   bool span_checked = false;
   for (const TriggerRule& rule : rules) {

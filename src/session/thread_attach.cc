@@ -28,7 +28,6 @@ namespace {
 thread_local std::uint32_t t_tid = 0;
 thread_local char t_name[16] = {};
 thread_local bool t_in_attach = false;
-thread_local std::uint64_t t_prev_last_ts = 0;  // w.last_ts before the event being reserved
 
 pthread_key_t g_exit_key;
 std::once_flag g_exit_key_once;
@@ -136,7 +135,7 @@ char* ReserveRecorded(ThreadWriter& w, std::uint32_t id, std::uint64_t ts, std::
   }
   id &= internal::kIdMask;
   return ring::Reserve(*core, *r, w, id, ts, payload_size, session::t_tid, session::t_name,
-                       /*own_thread=*/true, &session::t_prev_last_ts);
+                       /*own_thread=*/true);
 }
 
 void CommitRecorded(ThreadWriter& w, std::uint32_t id, char* payload, char* end) {
@@ -147,9 +146,8 @@ void CommitRecorded(ThreadWriter& w, std::uint32_t id, char* payload, char* end)
     session::Core* core = session::Core::Active();
     if (core != nullptr &&
         !core->FilterAccepts(id & kIdMask, payload, static_cast<std::size_t>(end - payload))) {
-      // Not committed: the space is reused, and the next event's compact timestamp must be
-      // relative to the last committed one.
-      w.last_ts = session::t_prev_last_ts;
+      // Not committed: the space is reused, and the commit word still holds the last committed
+      // event's timestamp, which the next compact header is relative to.
       return;
     }
   }

@@ -76,11 +76,11 @@ inline void EmitEvent(FieldList<Fields...>, std::index_sequence<I...>, std::uint
   // After the guard: a signal handler's event either completes before this read or is refused
   // as nested, so timestamps never go backwards within a stream.
   const std::uint64_t ts = ReadCycleCounter();
-  if (char* p = TryReserveFast(w, id, ts, payload)) [[likely]] {
+  CommitWord* commit;
+  if (char* p = TryReserveFast(w, id, ts, payload, &commit)) [[likely]] {
     char* const start = p - kCompactHeaderSize;
     ((p = FieldTraits<Fields>::Write(p, args)), ...);
-    w.last_ts = ts;
-    CommitEvent(w, start, p, ts);
+    CommitEvent(w, commit, start, p, ts);
     LeaveEvent(w, 0);
     return;
   }

@@ -11,9 +11,12 @@
 //   commit.store(release)  publish the end offset for flushing, snapshots and crash recovery
 //   nesting 1 -> 0
 //
-// The commit word is the only count of the open packet's events: each commit adds
-// (1 << 32) + the event's size to the value it published last (read back, relaxed: only this
-// thread writes it while the packet is open). No per-thread copy of the count is kept.
+// The commit word is the one record of the open packet's state: each commit adds
+// (1 << 32) + the event's size to the value it published last (read back: only this thread
+// writes it while the packet is open) and stores the event's timestamp, which the next event's
+// compact header is relative to. No per-thread copy of the count or the timestamp is kept, so a
+// commit is a handful of stores and an event the slow path withdraws (a field filter) leaves
+// nothing to undo.
 //
 // Everything unusual (no ring yet, packet full, id >= 255, timestamp gap >= 2^24 cycles, nested
 // call, slow clock mode, an event disabled between the site's check and its state read) goes to
@@ -32,6 +35,24 @@
 #include <cstring>
 
 #include "hushtrace/internal/cycle_clock.h"
+
+// x86-64 (outside ThreadSanitizer builds): the fast path's tests of the two words other threads
+// touch, and the commit word's update, in the instructions the job needs. GCC never folds an
+// atomic load into another instruction (a relaxed load compared to 0 is a `mov` and a `test`) and
+// has no plain read-modify-write of an atomic (`+=` on one is a locked `xadd`). An aligned access
+// by one instruction is atomic on x86-64 whatever the instruction, and x86-64 orders a store
+// after every earlier load and store: an `add` to memory by the word's only writer is a relaxed
+// load followed by a release store. ThreadSanitizer sees no access in an `asm`, so its builds
+// keep the portable code, which it checks.
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__) && !defined(__SANITIZE_THREAD__)
+#if defined(__has_feature)
+#if !__has_feature(thread_sanitizer)
+#define HUSH_INTERNAL_X86_64_FAST_PATH 1
+#endif
+#else
+#define HUSH_INTERNAL_X86_64_FAST_PATH 1
+#endif
+#endif
 
 namespace hush::internal {
 
@@ -58,7 +79,9 @@ struct ThreadWriter {
   // session clears it from another thread (relaxed: it only forces this thread into
   // ReserveSlow, which re-checks the session generation with seq_cst).
   std::atomic<char*> end;
-  std::uint64_t last_ts;     // last timestamp a reader has seen on this stream
+  // Timestamp of the event Reserve / ReserveSlow reserved, which Commit stamps (slow path only;
+  // the fast path keeps it in a register).
+  std::uint64_t pending_ts;
   // > 0 while this thread writes an event. Written by the owner only (load + store, never an
   // RMW); read by a stopping session to wait for events in flight (acquire, pairs with the
   // release in LeaveEvent).
@@ -101,7 +124,13 @@ inline std::uint32_t EnterEvent(ThreadWriter& w) {
 // runs between the load and the store completes its whole event and leaves nesting at 0, so the
 // store loses nothing; `pos` is read after it.
 inline bool EnterOuterEvent(ThreadWriter& w) {
+#if defined(HUSH_INTERNAL_X86_64_FAST_PATH)
+  bool outer;  // a relaxed load compared to 0: `cmpl $0, %fs:...`
+  asm("cmpl $0, %1" : "=@ccz"(outer) : "m"(w.nesting));
+  if (!outer) [[unlikely]] return false;
+#else
   if (w.nesting.load(std::memory_order_relaxed) != 0) [[unlikely]] return false;
+#endif
   w.nesting.store(1, std::memory_order_relaxed);
   SignalFence();
   return true;
@@ -122,21 +151,45 @@ inline void WriteCompactHeader(char* p, std::uint32_t id, std::uint64_t ts) {
   std::memcpy(p + 1, &ts32, sizeof ts32);
 }
 
+// Whether an event ending at `event_end` fits the open packet: event_end <= end, compared as
+// integers (a relaxed load of `end`).
+inline bool FitsBefore(std::uintptr_t event_end, const std::atomic<char*>& end) {
+#if defined(HUSH_INTERNAL_X86_64_FAST_PATH)
+  bool fits;
+  asm("cmpq %2, %1" : "=@ccbe"(fits) : "r"(event_end), "m"(end));
+  return fits;
+#else
+  return event_end <= reinterpret_cast<std::uintptr_t>(end.load(std::memory_order_relaxed));
+#endif
+}
+
+// ts - last < kCompactTimestampRange, where `last` is the last committed event's timestamp: the
+// compact header's 24 bits reach it, and the clock did not go back (the difference would wrap).
+inline bool WithinCompactRange(std::uint64_t ts, const std::atomic<std::uint64_t>& last) {
+#if defined(HUSH_INTERNAL_X86_64_FAST_PATH)
+  std::uint64_t d = ts;
+  asm("subq %1, %0" : "+r"(d) : "m"(last));  // a relaxed load folded into the subtraction
+  return d < kCompactTimestampRange;
+#else
+  return ts - last.load(std::memory_order_relaxed) < kCompactTimestampRange;
+#endif
+}
+
 // Fast-path reservation, called inside an outer event (EnterOuterEvent): returns where the
-// payload goes (header written), or nullptr when the event
-// needs the slow path. Conditions are tested in order of how often they fail. `id` may be
-// UINT32_MAX (the event was disabled after its site's check): it fails the id test.
+// payload goes (header written) and sets `*commit` to the word CommitEvent publishes, or returns
+// nullptr when the event needs the slow path. Conditions are tested in order of how often they
+// fail; the commit word is read only once the packet is known to be open. `id` may be
+// kDisabledId (the event was disabled after its site's check): it fails the id test.
 inline char* TryReserveFast(ThreadWriter& w, std::uint32_t id, std::uint64_t ts,
-                            std::size_t payload_size) {
+                            std::size_t payload_size, CommitWord** commit) {
   char* p = w.pos;
   const std::size_t size = kCompactHeaderSize + payload_size;
   // Compared as integers: `end` is nullptr (with `pos` stale) whenever the writer must take the
   // slow path, and p + size never wraps.
-  if (reinterpret_cast<std::uintptr_t>(p) + size <=
-          reinterpret_cast<std::uintptr_t>(w.end.load(std::memory_order_relaxed)) &&
-      ts - w.last_ts < kCompactTimestampRange && id < kExtendedId)
-      [[likely]] {
-    if (payload_size >= kCompactHeaderSize) {
+  if (FitsBefore(reinterpret_cast<std::uintptr_t>(p) + size, w.end) &&
+      WithinCompactRange(ts, w.commit->timestamp) && id < kExtendedId) [[likely]] {
+    *commit = w.commit;
+    if (payload_size != 0) {
       WriteCompactHeader(p, id, ts);
     } else {
       const std::uint32_t header = static_cast<std::uint32_t>(ts << 8) | id;
@@ -147,29 +200,15 @@ inline char* TryReserveFast(ThreadWriter& w, std::uint32_t id, std::uint64_t ts,
   return nullptr;
 }
 
-// Full reservation (slow path included) for callers that are not size-critical (the C API),
-// inside an event entered with EnterEvent, which returned `previous`.
-inline char* Reserve(ThreadWriter& w, std::uint32_t previous, std::uint32_t id, std::uint64_t ts,
-                     std::size_t payload_size) {
-  if (previous == 0) {
-    if (char* p = TryReserveFast(w, id, ts, payload_size)) [[likely]] {
-      w.last_ts = ts;
-      return p;
-    }
-  }
-  return ReserveSlow(w, id, ts, payload_size);
-}
-
-// Publishes the event [event_start, event_end), stamped `ts` (the thread's w.last_ts), which
-// begins at w.pos.
-inline void CommitEvent(ThreadWriter& w, const char* event_start, char* event_end, std::uint64_t ts) {
-  CommitWord* commit = w.commit;
+// Publishes the event [event_start, event_end) stamped `ts` through `commit` (w.commit); the
+// event begins at w.pos.
+inline void CommitEvent(ThreadWriter& w, CommitWord* commit, const char* event_start,
+                        char* event_end, std::uint64_t ts) {
   w.pos = event_end;
   // One more event, `size` more bytes. Relaxed: this thread is the word's only writer while
   // the packet is open, so the load sees its own last store.
-  const std::uint64_t word = commit->offset.load(std::memory_order_relaxed) +
-                             (std::uint64_t{1} << kCommitEventsShift) +
-                             static_cast<std::uint64_t>(event_end - event_start);
+  const std::uint64_t delta = (std::uint64_t{1} << kCommitEventsShift) +
+                              static_cast<std::uint64_t>(event_end - event_start);
   // Release, not relaxed: a reader (Ring::WriteNew) loads the timestamp, then the offset again
   // after an acquire fence, and keeps the timestamp only if the offset did not move. Release
   // orders the previous event's offset store before this timestamp, so a reader that sees this
@@ -180,12 +219,33 @@ inline void CommitEvent(ThreadWriter& w, const char* event_start, char* event_en
   // offset, so this is an STLR.
   commit->timestamp.store(ts, std::memory_order_release);
   // Publish: pairs with the acquire load in Ring::WriteNew(); see file comment.
-  commit->offset.store(word, std::memory_order_release);
+#if defined(HUSH_INTERNAL_X86_64_FAST_PATH)
+  // One `add` to memory (see the top of this file). The "memory" clobber keeps every store of the
+  // event, and the timestamp's, before it in the code, as a release store does.
+  asm volatile("addq %1, %0" : "+m"(commit->offset) : "er"(delta) : "memory");
+#else
+  commit->offset.store(commit->offset.load(std::memory_order_relaxed) + delta,
+                       std::memory_order_release);
+#endif
 }
 
-// Commits the event the slow path reserved at w.pos.
+// Full reservation (slow path included) for callers that are not size-critical (the C API),
+// inside an event entered with EnterEvent, which returned `previous`. Commit() publishes it.
+inline char* Reserve(ThreadWriter& w, std::uint32_t previous, std::uint32_t id, std::uint64_t ts,
+                     std::size_t payload_size) {
+  CommitWord* commit;
+  if (previous == 0) {
+    if (char* p = TryReserveFast(w, id, ts, payload_size, &commit)) [[likely]] {
+      w.pending_ts = ts;
+      return p;
+    }
+  }
+  return ReserveSlow(w, id, ts, payload_size);
+}
+
+// Commits the event Reserve / ReserveSlow reserved at w.pos, stamped w.pending_ts.
 inline void Commit(ThreadWriter& w, char* event_end) {
-  CommitEvent(w, w.pos, event_end, w.last_ts);
+  CommitEvent(w, w.commit, w.pos, event_end, w.pending_ts);
 }
 
 }  // namespace hush::internal

@@ -46,7 +46,6 @@
 // ThreadWriter (thread_writer.h)
 #define TW_POS 0
 #define TW_END 8
-#define TW_LAST_TS 16
 #define TW_NESTING 24
 #define TW_COMMIT 32
 // CommitWord
@@ -91,14 +90,20 @@
         jne     \slow
         movl    $1, %fs:TW_NESTING(%r11)        // guard before pos is read (emit.h)
         READ_TSC
-        movq    %rax, %rdx
-        subq    %fs:TW_LAST_TS(%r11), %rdx
-        cmpq    $0xffffff, %rdx
-        ja      \abort
         movq    %fs:TW_POS(%r11), %rdx
         addq    $EVENT_SIZE, %rdx
         cmpq    %fs:TW_END(%r11), %rdx          // end is nullptr when the slow path must run
         ja      \abort
+        // The packet is open, so TW_COMMIT is valid: ts - the last committed event's timestamp
+        // (the commit word's), as -(last - ts) with rdx the only free register.
+        movq    %fs:TW_COMMIT(%r11), %rdx
+        movq    CW_TIMESTAMP(%rdx), %rdx
+        subq    %rax, %rdx
+        negq    %rdx
+        cmpq    $0xffffff, %rdx
+        ja      \abort
+        movq    %fs:TW_POS(%r11), %rdx
+        addq    $EVENT_SIZE, %rdx
         // The compact header, (ts << 8 | id) little-endian: the id byte, then the low 24 bits of
         // ts (the 4-byte store's last byte is overwritten by the address the caller stores next).
         movb    \id8, -EVENT_SIZE(%rdx)
@@ -109,7 +114,6 @@
 // of thread_writer.h's CommitEvent, in its order. \t is scratch; rdx is clobbered.
 .macro COMMIT_EVENT t
         movq    %rdx, %fs:TW_POS(%r11)
-        movq    %rax, %fs:TW_LAST_TS(%r11)
         movq    %fs:TW_COMMIT(%r11), \t
         movq    %rax, CW_TIMESTAMP(\t)
         // One event of EVENT_SIZE bytes more than the word this thread published last.
