@@ -177,6 +177,14 @@ char* ReserveSlow(ThreadWriter& w, std::uint32_t id, std::uint64_t ts, std::size
   return p != nullptr ? p : registry::probes::Scratch(payload_size);
 }
 
+void DropNestedEvent(std::uint32_t id) {
+  if (id == kDisabledId) return;
+  ThreadWriter& w = tls_writer;
+  const std::uint32_t previous = EnterEvent(w);
+  ReserveSlow(w, id, ReadCycleCounter(), 0);  // nested: counts the discard, reserves nothing
+  LeaveEvent(w, previous);
+}
+
 void CommitSlow(ThreadWriter& w, std::uint32_t id, char* payload, char* end) {
   if ((id & kProbeIdBit) == 0) return CommitRecorded(w, id, payload, end);
   if (!registry::probes::IsScratch(payload)) CommitRecorded(w, registry::probes::RecordedId(), payload, end);

@@ -51,13 +51,6 @@ struct SlowEmitter {
     }
     LeaveEvent(w, previous);
   }
-  // An event that interrupted another one on this thread (a signal handler's): the fast path
-  // did not enter it.
-  template <typename... Args>
-  [[gnu::cold, gnu::noinline]] static void RunNested(std::uint32_t id, Args... args) {
-    const std::uint32_t previous = EnterEvent(tls_writer);
-    Run<Args...>(previous, id, ReadCycleCounter(), args...);
-  }
 };
 
 template <typename... Fields, typename... Args, std::size_t... I>
@@ -70,7 +63,7 @@ inline void EmitEvent(FieldList<Fields...>, std::index_sequence<I...>, std::uint
   const std::size_t payload = (std::size_t{0} + ... + FieldTraits<Fields>::Size(args));
   ThreadWriter& w = tls_writer;
   if (!EnterOuterEvent(w)) [[unlikely]] {
-    SlowEmitter<Fields...>::template RunNested<PassArg<Args>...>(id, args...);
+    DropNestedEvent(id);
     return;
   }
   // After the guard: a signal handler's event either completes before this read or is refused
