@@ -5,6 +5,7 @@
 #include "base/errno_message.h"
 #include "base/fork_gate.h"
 #include "base/library_thread.h"
+#include "base/membarrier.h"
 #include "base/proc_file.h"
 #include "filter/pattern_limits.h"
 #include "format/numbered_name.h"
@@ -286,6 +287,12 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
       !filter::ParseTriggers(options_.snapshot_on, &trigger_specs_, error)) {
     return false;
   }
+  // Stop's grace period (writers.h) needs MEMBARRIER_CMD_PRIVATE_EXPEDITED. Registered here,
+  // before the session starts a thread: while a process has one thread the kernel registers it at
+  // once, with more it waits for an RCU grace period first (synchronize_rcu). Registered lazily at
+  // Stop, that wait was 10 ms on this VM on the exit path of every short traced program (strace
+  // of bench/startup_hush; docs/benchmarks.md, "Per exec under a session").
+  base::PrivateExpeditedAvailable();
   // Parsed before anything is created: a filter that does not parse costs nothing.
   std::unique_ptr<filter::Parsed> parsed;
   if (!options_.filter.empty()) {
