@@ -10,7 +10,6 @@ namespace hush::ring {
 char* Reserve(Owner& owner, Ring& r, internal::ThreadWriter& w, std::uint32_t id, std::uint64_t ts,
               std::size_t payload_size, std::uint32_t tid, char* name, bool own_thread) {
   using internal::kCompactHeaderSize;
-  using internal::kCompactTimestampRange;
   using internal::kExtendedHeaderSize;
   using internal::kExtendedId;
   const std::size_t max_payload = r.MaxEventSize() - kExtendedHeaderSize;
@@ -19,10 +18,10 @@ char* Reserve(Owner& owner, Ring& r, internal::ThreadWriter& w, std::uint32_t id
     owner.EventTooLarge();
     return nullptr;
   }
-  // Relative to the last committed event, whose timestamp the commit word holds (thread_writer.h).
-  const std::uint64_t last =
-      r.HasOpenPacket() ? r.header().commit.timestamp.load(std::memory_order_relaxed) : 0;
-  bool compact = id < kExtendedId && ts >= last && ts - last < kCompactTimestampRange;
+  // Relative to the last committed event, whose timestamp the commit word holds (thread_writer.h);
+  // without an open packet, one is opened below and the event begins it.
+  bool compact = id < kExtendedId && r.HasOpenPacket() &&
+                 internal::WithinCompactRange(ts, r.header().commit.timestamp);
   std::size_t header = compact ? kCompactHeaderSize : kExtendedHeaderSize;
   if (r.Room(w) < header + payload_size) {
     if (r.HasOpenPacket()) owner.EnsureConsumer();

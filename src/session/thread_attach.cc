@@ -168,6 +168,7 @@ void CommitRecorded(ThreadWriter& w, std::uint32_t id, char* payload, char* end)
 // else encoded into a per-thread scratch area, so that the probes always see the payload. A
 // nested probed event is dropped like any nested event.
 char* ReserveSlow(ThreadWriter& w, std::uint32_t id, std::uint64_t ts, std::size_t payload_size) {
+  if (id == kDisabledId) return nullptr;  // disabled since the site's check: nothing to count
   if ((id & kProbeIdBit) == 0 || w.nesting.load(std::memory_order_relaxed) != 1) {
     return ReserveRecorded(w, id, ts, payload_size);
   }
@@ -178,7 +179,6 @@ char* ReserveSlow(ThreadWriter& w, std::uint32_t id, std::uint64_t ts, std::size
 }
 
 void DropNestedEvent(std::uint32_t id) {
-  if (id == kDisabledId) return;
   ThreadWriter& w = tls_writer;
   const std::uint32_t previous = EnterEvent(w);
   ReserveSlow(w, id, ReadCycleCounter(), 0);  // nested: counts the discard, reserves nothing

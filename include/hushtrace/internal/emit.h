@@ -41,13 +41,11 @@ struct SlowEmitter {
   [[gnu::cold, gnu::noinline]] static void Run(std::uint32_t previous, std::uint32_t id,
                                                std::uint64_t ts, Args... args) {
     ThreadWriter& w = tls_writer;
-    if (id != kDisabledId) [[likely]] {
-      const std::size_t payload = (std::size_t{0} + ... + FieldTraits<Fields>::Size(args));
-      if (char* p = ReserveSlow(w, id, ts, payload)) {
-        char* const start = p;
-        ((p = FieldTraits<Fields>::Write(p, args)), ...);
-        CommitSlow(w, id, start, p);
-      }
+    const std::size_t payload = (std::size_t{0} + ... + FieldTraits<Fields>::Size(args));
+    if (char* p = ReserveSlow(w, id, ts, payload)) {
+      char* const start = p;
+      ((p = FieldTraits<Fields>::Write(p, args)), ...);
+      CommitSlow(w, id, start, p);
     }
     LeaveEvent(w, previous);
   }

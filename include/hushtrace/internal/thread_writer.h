@@ -86,7 +86,6 @@ struct ThreadWriter {
   // RMW); read by a stopping session to wait for events in flight (acquire, pairs with the
   // release in LeaveEvent).
   std::atomic<std::uint32_t> nesting;
-  std::uint32_t unused_;     // keeps `commit` where the function-tracing trampoline reads it
   CommitWord* commit;        // in the ring header; offsets are from the ring's data start
   void* ring;                // the ring this thread writes to (slow path only)
   std::uint64_t generation;  // session generation `ring` belongs to (slow path only)
@@ -98,7 +97,8 @@ static_assert(sizeof(ThreadWriter) <= 64, "the fast path touches one cache line"
 extern thread_local constinit ThreadWriter tls_writer __attribute__((tls_model("initial-exec")));
 
 // Out of line. Called with nesting already incremented. Returns where the payload goes (the header
-// is written), or nullptr when the event is dropped (and counted).
+// is written), or nullptr when the event is dropped (and counted; an event disabled since its
+// site's check, id kDisabledId, is dropped without being counted).
 [[gnu::cold, gnu::noinline]] char* ReserveSlow(ThreadWriter& w, std::uint32_t id, std::uint64_t ts,
                                                std::size_t payload_size);
 // Commits an event reserved by ReserveSlow whose payload is [payload, end): for an id with
