@@ -12,9 +12,12 @@
 #include <cstring>
 
 #include "base/unique_fd.h"
+#include "format/packet.h"
 
 namespace hush::reader::internal {
 namespace {
+
+namespace field = format::field;
 
 static_assert(std::endian::native == std::endian::little, "the reader assumes a little-endian host");
 
@@ -87,38 +90,38 @@ PacketStatus ReadPacketHeader(const MappedFile& file, const std::string& path, s
     *message = At(path, offset) + buf;
     return PacketStatus::kError;
   }
-  if (metadata.has_uuid && std::memcmp(p + 4, metadata.uuid.data(), 16) != 0) {
-    *message = At(path, offset + 4) + "packet uuid differs from the metadata's trace uuid";
+  if (metadata.has_uuid && std::memcmp(p + field::kUuid, metadata.uuid.data(), 16) != 0) {
+    *message = At(path, offset + field::kUuid) + "packet uuid differs from the metadata's trace uuid";
     return PacketStatus::kError;
   }
-  if (const auto stream_id = Load<std::uint32_t>(p + 20); stream_id != 0) {
-    *message = At(path, offset + 20) + "unknown stream id " + std::to_string(stream_id);
+  if (const auto stream_id = Load<std::uint32_t>(p + field::kStreamId); stream_id != 0) {
+    *message = At(path, offset + field::kStreamId) + "unknown stream id " + std::to_string(stream_id);
     return PacketStatus::kError;
   }
-  const auto content_bits = Load<std::uint64_t>(p + 48);
-  const auto packet_bits = Load<std::uint64_t>(p + 56);
+  const auto content_bits = Load<std::uint64_t>(p + field::kContentSize);
+  const auto packet_bits = Load<std::uint64_t>(p + field::kPacketSize);
   if (packet_bits % 8 != 0 || packet_bits / 8 < kPacketHeaderBytes || packet_bits / 8 > kMaxPacketBytes) {
-    *message = At(path, offset + 56) + "packet_size " + std::to_string(packet_bits) +
+    *message = At(path, offset + field::kPacketSize) + "packet_size " + std::to_string(packet_bits) +
                " bits out of range (" + std::to_string(kPacketHeaderBytes * 8) + " to " +
                std::to_string(kMaxPacketBytes * 8) + ", a multiple of 8)";
     return PacketStatus::kError;
   }
   if (content_bits % 8 != 0 || content_bits / 8 < kPacketHeaderBytes || content_bits > packet_bits) {
-    *message = At(path, offset + 48) + "content_size " + std::to_string(content_bits) +
+    *message = At(path, offset + field::kContentSize) + "content_size " + std::to_string(content_bits) +
                " bits out of range (" + std::to_string(kPacketHeaderBytes * 8) + " to packet_size " +
                std::to_string(packet_bits) + ", a multiple of 8)";
     return PacketStatus::kError;
   }
   info->offset = offset;
-  info->ts_begin = Load<std::uint64_t>(p + 32);
-  info->ts_end = Load<std::uint64_t>(p + 40);
-  info->seq = Load<std::uint64_t>(p + 64);
-  info->discarded = Load<std::uint64_t>(p + 72);
-  info->overwritten = Load<std::uint64_t>(p + 80);
-  info->vpid = Load<std::uint32_t>(p + 88);
-  info->vtid = Load<std::uint32_t>(p + 92);
-  info->thread_name = std::string_view(reinterpret_cast<const char*>(p + 96),
-                                       ::strnlen(reinterpret_cast<const char*>(p + 96), 16));
+  info->ts_begin = Load<std::uint64_t>(p + field::kTsBegin);
+  info->ts_end = Load<std::uint64_t>(p + field::kTsEnd);
+  info->seq = Load<std::uint64_t>(p + field::kSeq);
+  info->discarded = Load<std::uint64_t>(p + field::kDiscarded);
+  info->overwritten = Load<std::uint64_t>(p + field::kOverwritten);
+  info->vpid = Load<std::uint32_t>(p + field::kVpid);
+  info->vtid = Load<std::uint32_t>(p + field::kVtid);
+  info->thread_name = std::string_view(reinterpret_cast<const char*>(p + field::kThreadName),
+                                       ::strnlen(reinterpret_cast<const char*>(p + field::kThreadName), 16));
   const std::uint64_t packet_bytes = packet_bits / 8;
   const std::uint64_t content_bytes = content_bits / 8;
   info->truncated = packet_bytes > remaining;
@@ -208,21 +211,14 @@ StreamCursor::Decode StreamCursor::DecodeEvent(std::string* error) {
     *error = Where(at) + what + " runs past the packet's content end (byte " + std::to_string(end) + ")";
     return Decode::kError;
   };
-  if (end - start < 4) return overrun(start, "event header");
-  std::uint32_t id = base[start];
-  std::uint64_t ts;
-  std::uint64_t q;
-  if (id == 255) {
-    if (end - start < 13) return overrun(start, "extended event header");
-    id = Load<std::uint32_t>(base + start + 1);
-    ts = Load<std::uint64_t>(base + start + 5);
-    q = start + 13;
-  } else {
-    const std::uint64_t low = Load<std::uint32_t>(base + start) >> 8;
-    ts = (prev_ts_ & ~std::uint64_t{0xFFFFFF}) | low;
-    if (ts < prev_ts_) ts += std::uint64_t{1} << 24;
-    q = start + 4;
+  format::EventHeader header;
+  if (!format::DecodeEventHeader(base + start, end - start, prev_ts_, &header)) {
+    const bool extended = end - start >= format::kCompactHeaderSize && base[start] == format::kExtendedId;
+    return overrun(start, extended ? "extended event header" : "event header");
   }
+  const std::uint32_t id = header.id;
+  const std::uint64_t ts = header.timestamp;
+  std::uint64_t q = start + header.size;
   const EventClass* ec = classes_->Find(id);
   if (ec == nullptr) {
     *error = Where(start) + "unknown event id " + std::to_string(id) + " (not in the metadata)";

@@ -15,12 +15,13 @@
 #include <vector>
 
 #include "hushtrace/reader.h"
+#include "format/packet.h"
 #include "reader/metadata_parser.h"
 
 namespace hush::reader::internal {
 
-inline constexpr std::uint32_t kCtfMagic = 0xC1FC1FC1;
-inline constexpr std::uint64_t kPacketHeaderBytes = 112;
+using format::kCtfMagic;
+inline constexpr std::uint64_t kPacketHeaderBytes = format::kPacketHeaderSize;
 // The writer's packets are at most 1 MiB; anything above this is corruption, not a big packet.
 inline constexpr std::uint64_t kMaxPacketBytes = std::uint64_t{256} << 20;
 

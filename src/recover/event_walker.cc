@@ -3,19 +3,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "format/packet.h"
+
 namespace hush::recover {
 namespace {
-
-constexpr std::size_t kCompactHeader = 4;
-constexpr std::size_t kExtendedHeader = 13;
-constexpr std::uint32_t kExtendedId = 255;
-
-template <typename T>
-T Load(const std::uint8_t* p) {
-  T v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
 
 std::size_t AlignUp(std::size_t v, std::size_t a) { return a <= 1 ? v : (v + a - 1) / a * a; }
 
@@ -57,21 +48,14 @@ WalkResult EventWalker::Walk(const std::uint8_t* packet, std::size_t from, std::
   }
   while (pos < to) {
     const std::size_t start = pos;
-    if (to - start < kCompactHeader) return stop(start, "event header cut by the packet's end");
-    std::uint32_t id = packet[start];
-    std::uint64_t ts;
-    std::size_t q;
-    if (id == kExtendedId) {
-      if (to - start < kExtendedHeader) return stop(start, "extended event header cut by the packet's end");
-      id = Load<std::uint32_t>(packet + start + 1);
-      ts = Load<std::uint64_t>(packet + start + 5);
-      q = start + kExtendedHeader;
-    } else {
-      const std::uint64_t low = Load<std::uint32_t>(packet + start) >> 8;
-      ts = (prev_ts & ~std::uint64_t{0xFFFFFF}) | low;
-      if (ts < prev_ts) ts += std::uint64_t{1} << 24;
-      q = start + kCompactHeader;
+    format::EventHeader header;
+    if (!format::DecodeEventHeader(packet + start, to - start, prev_ts, &header)) {
+      const bool extended = to - start >= format::kCompactHeaderSize && packet[start] == format::kExtendedId;
+      return stop(start, std::string(extended ? "extended " : "") + "event header cut by the packet's end");
     }
+    const std::uint32_t id = header.id;
+    const std::uint64_t ts = header.timestamp;
+    std::size_t q = start + header.size;
     const reader::EventClass* ec = Find(id);
     if (ec == nullptr) return stop(start, "unknown event id " + std::to_string(id));
     q = AlignUp(q, ec->payload_align);

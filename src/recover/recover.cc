@@ -1,14 +1,12 @@
 // hushtrace recover: docs/recovery.md describes what is done and why; recover.h the interface.
 //
-// The packet write-out below mirrors Ring::WriteNew / Ring::WriteCopy (src/ring/ring_buffer.cc)
-// byte for byte: same pieces (closed packets from written_seq, the rest of a partly written packet
-// from written_offset with timestamp_begin = written_begin_ts, the open packet up to the commit
-// offset), same patched fields (content_size = packet_size = bytes written, packet_seq_num =
-// disk_seq, events_discarded = discarded + overwritten; the writer also adds the events it failed
-// to write, which live in its memory only and so are unknown here). It is a separate
-// implementation because the ring's code works on a live, writable Ring object with seqlock
-// checks and updates the progress fields as it goes, while recovery reads a dead ring read-only
-// and validates every packet; keep the two in step when the format changes.
+// What reaches stream_N is stamped by format/packet.h, the functions Ring::WriteNew uses, so a
+// recovered stream holds the bytes a live write-out would have written. What is recovery's own is
+// the choice of pieces (RingPlanner): the same ones as WriteNew (closed packets from written_seq,
+// the rest of a partly written packet from written_offset with timestamp_begin =
+// written_begin_ts, the open packet up to the commit offset), chosen from a dead ring that is
+// read-only and validated event by event, where WriteNew follows a live producer under seqlock
+// checks and moves the progress fields as it goes.
 #include "recover/recover.h"
 
 #include <dirent.h>
@@ -31,6 +29,7 @@
 #include "base/dir_stream.h"
 #include "base/unique_fd.h"
 #include "format/numbered_name.h"
+#include "format/packet.h"
 #include "reader/metadata_parser.h"
 #include "recover/event_walker.h"
 #include "ring/ring_layout.h"
@@ -38,38 +37,17 @@
 namespace hush::recover {
 namespace {
 
-using ring::kPacketHeaderSize;
-using ring::PacketHeader;
+using format::kPacketHeaderSize;
 using ring::RingHeader;
-
-constexpr std::size_t kOffMagic = offsetof(PacketHeader, magic);
-constexpr std::size_t kOffUuid = offsetof(PacketHeader, uuid);
-constexpr std::size_t kOffStreamId = offsetof(PacketHeader, stream_id);
-constexpr std::size_t kOffInstance = offsetof(PacketHeader, stream_instance_id);
-constexpr std::size_t kOffTsBegin = offsetof(PacketHeader, timestamp_begin);
-constexpr std::size_t kOffTsEnd = offsetof(PacketHeader, timestamp_end);
-constexpr std::size_t kOffContent = offsetof(PacketHeader, content_size);
-constexpr std::size_t kOffPacketSize = offsetof(PacketHeader, packet_size);
-constexpr std::size_t kOffSeq = offsetof(PacketHeader, packet_seq_num);
-constexpr std::size_t kOffDiscarded = offsetof(PacketHeader, events_discarded);
-constexpr std::size_t kOffOverwritten = offsetof(PacketHeader, events_overwritten);
-constexpr std::size_t kOffVtid = offsetof(PacketHeader, vtid);
 
 constexpr std::uint64_t kMaxMetadataBytes = 16 << 20;
 // Largest sub-buffer accepted (the session makes them at most 1 MiB; the reader accepts packets
 // up to 256 MiB).
 constexpr std::uint64_t kMaxSubbufSize = std::uint64_t{256} << 20;
 
-template <typename T>
-T Load(const std::uint8_t* p) {
-  T v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-template <typename T>
-void Store(std::uint8_t* p, T v) {
-  std::memcpy(p, &v, sizeof v);
-}
+using format::Load;
+using format::Store;
+namespace field = format::field;
 
 // Reads a ring header field whether it is a std::atomic or a plain integer (the dead writer
 // cannot race with us; relaxed is enough).
@@ -272,20 +250,20 @@ OpenRing OpenRingFile(int ring_dirfd, const std::string& name, const std::string
 std::string CheckRingPacket(const RingFile& r, std::uint64_t seq, bool open) {
   const std::uint8_t* p = r.packet(seq);
   const std::string where = At(r.path, r.PacketFileOffset(seq));
-  if (Load<std::uint32_t>(p + kOffMagic) != ring::kCtfMagic) return where + "bad packet magic";
-  if (std::memcmp(p + kOffUuid, r.header->uuid, 16) != 0) return where + "packet uuid differs from the ring's";
-  if (Load<std::uint32_t>(p + kOffStreamId) != 0) return where + "stream_id is not 0";
-  if (Load<std::uint64_t>(p + kOffInstance) != r.index) {
-    return where + "stream_instance_id " + Num(Load<std::uint64_t>(p + kOffInstance)) + " is not the ring's";
+  if (Load<std::uint32_t>(p, field::kMagic) != format::kCtfMagic) return where + "bad packet magic";
+  if (std::memcmp(p + field::kUuid, r.header->uuid, 16) != 0) return where + "packet uuid differs from the ring's";
+  if (Load<std::uint32_t>(p, field::kStreamId) != 0) return where + "stream_id is not 0";
+  if (Load<std::uint64_t>(p, field::kInstance) != r.index) {
+    return where + "stream_instance_id " + Num(Load<std::uint64_t>(p, field::kInstance)) + " is not the ring's";
   }
-  if (Load<std::uint64_t>(p + kOffSeq) != seq) {
-    return where + "packet_seq_num " + Num(Load<std::uint64_t>(p + kOffSeq)) + ", expected " + Num(seq);
+  if (Load<std::uint64_t>(p, field::kSeq) != seq) {
+    return where + "packet_seq_num " + Num(Load<std::uint64_t>(p, field::kSeq)) + ", expected " + Num(seq);
   }
-  if (Load<std::uint64_t>(p + kOffPacketSize) != r.subbuf_size * 8) {
-    return where + "packet_size " + Num(Load<std::uint64_t>(p + kOffPacketSize)) +
+  if (Load<std::uint64_t>(p, field::kPacketSize) != r.subbuf_size * 8) {
+    return where + "packet_size " + Num(Load<std::uint64_t>(p, field::kPacketSize)) +
            " bits is not the sub-buffer size";
   }
-  const std::uint64_t content = Load<std::uint64_t>(p + kOffContent);
+  const std::uint64_t content = Load<std::uint64_t>(p, field::kContentSize);
   if (!open && (content % 8 != 0 || content / 8 < kPacketHeaderSize || content / 8 > r.subbuf_size)) {
     return where + "content_size " + Num(content) + " bits out of range";
   }
@@ -325,19 +303,19 @@ StreamScan ScanStream(int fd, const std::string& path, std::uint64_t limit, cons
       s.damage = At(path, offset) + "cannot read the packet header";
       break;
     }
-    const std::uint64_t content = Load<std::uint64_t>(d.header + kOffContent);
-    const std::uint64_t packet = Load<std::uint64_t>(d.header + kOffPacketSize);
-    if (Load<std::uint32_t>(d.header + kOffMagic) != ring::kCtfMagic) {
+    const std::uint64_t content = Load<std::uint64_t>(d.header, field::kContentSize);
+    const std::uint64_t packet = Load<std::uint64_t>(d.header, field::kPacketSize);
+    if (Load<std::uint32_t>(d.header, field::kMagic) != format::kCtfMagic) {
       s.damage = At(path, offset) + "bad packet magic";
       break;
     }
-    if (std::memcmp(d.header + kOffUuid, r.header->uuid, 16) != 0) {
-      s.damage = At(path, offset + kOffUuid) + "packet uuid differs from the trace's";
+    if (std::memcmp(d.header + field::kUuid, r.header->uuid, 16) != 0) {
+      s.damage = At(path, offset + field::kUuid) + "packet uuid differs from the trace's";
       break;
     }
     if (content != packet || content % 8 != 0 || content / 8 < kPacketHeaderSize ||
         content / 8 > kMaxSubbufSize) {
-      s.damage = At(path, offset + kOffContent) + "bad packet size";
+      s.damage = At(path, offset + field::kContentSize) + "bad packet size";
       break;
     }
     d.size = content / 8;
@@ -440,7 +418,7 @@ class RingPlanner {
       c.end = open_end_;
     } else {
       if (!CheckRingPacket(r_, s, false).empty()) return c;
-      c.end = static_cast<std::size_t>(Load<std::uint64_t>(r_.packet(s) + kOffContent) / 8);
+      c.end = static_cast<std::size_t>(Load<std::uint64_t>(r_.packet(s), field::kContentSize) / 8);
     }
     c.ok = true;
     return c;
@@ -469,9 +447,9 @@ class RingPlanner {
       return header;
     }
     const std::size_t d = body.size();
-    const std::uint32_t vtid = Load<std::uint32_t>(last + kOffVtid);
-    const std::uint64_t disk_begin = Load<std::uint64_t>(last + kOffTsBegin);
-    const auto same_thread = [&](std::uint64_t s) { return Load<std::uint32_t>(r_.packet(s) + kOffVtid) == vtid; };
+    const std::uint32_t vtid = Load<std::uint32_t>(last, field::kVtid);
+    const std::uint64_t disk_begin = Load<std::uint64_t>(last, field::kTsBegin);
+    const auto same_thread = [&](std::uint64_t s) { return Load<std::uint32_t>(r_.packet(s), field::kVtid) == vtid; };
     // The header's claim: the last packet on disk ends at written_offset of written_seq, or at
     // the end of the packet before it.
     if (header.offset != 0) {
@@ -494,7 +472,7 @@ class RingPlanner {
       const Candidate c = Check(s);
       if (!c.ok || !same_thread(s)) continue;
       const std::uint8_t* pkt = r_.packet(s);
-      const std::uint64_t pkt_begin = Load<std::uint64_t>(pkt + kOffTsBegin);
+      const std::uint64_t pkt_begin = Load<std::uint64_t>(pkt, field::kTsBegin);
       std::vector<Boundary> bounds;
       walker_.Walk(pkt, kPacketHeaderSize, c.end, pkt_begin, SIZE_MAX, &bounds);
       for (std::size_t i = 0; i < bounds.size(); ++i) {
@@ -557,7 +535,7 @@ class RingPlanner {
   std::vector<Piece> Plan(const Resume& resume) {
     std::vector<Piece> pieces;
     for (std::uint64_t s = std::max(resume.seq, r_.flight ? lowest_ : 0); s < produced_; ++s) {
-      if (!r_.flight && s < lowest_ && Load<std::uint64_t>(r_.packet(s) + kOffSeq) != s) {
+      if (!r_.flight && s < lowest_ && Load<std::uint64_t>(r_.packet(s), field::kSeq) != s) {
         continue;  // released after its write-out and reused since: it is on disk
       }
       if (std::string bad = CheckRingPacket(r_, s, false); !bad.empty()) {
@@ -567,7 +545,7 @@ class RingPlanner {
         Damaged(s, bad + "; packet dropped (" + Num(total) + " event(s) lost)");
         continue;
       }
-      PlanOne(s, false, Load<std::uint64_t>(r_.packet(s) + kOffContent) / 8, resume, &pieces);
+      PlanOne(s, false, Load<std::uint64_t>(r_.packet(s), field::kContentSize) / 8, resume, &pieces);
     }
     // The open packet: committed bytes only. kCommitNone: no packet open; kCommitOpening: one
     // being opened, nothing committed in it yet.
@@ -604,7 +582,7 @@ class RingPlanner {
     p.seq = s;
     p.open = open;
     const std::uint8_t* pkt = r_.packet(s);
-    const std::uint64_t pkt_begin = Load<std::uint64_t>(pkt + kOffTsBegin);
+    const std::uint64_t pkt_begin = Load<std::uint64_t>(pkt, field::kTsBegin);
     p.ts_begin = pkt_begin;
     const bool resuming = s == resume.seq && resume.offset != 0;
     // One walk over the whole packet; when resuming inside it, it also checks that the offset is
@@ -754,7 +732,7 @@ bool RecoverRing(const RingContext& ctx, const RingFile& r, RingReport* rep) {
   if (!scan.damage.empty()) {
     rep->notes.push_back(scan.damage + "; the " + Num(recorded - cut) + " byte(s) from there on are dropped");
   }
-  std::uint64_t next_seq = scan.have_last ? Load<std::uint64_t>(scan.last.header + kOffSeq) + 1 : 0;
+  std::uint64_t next_seq = scan.have_last ? Load<std::uint64_t>(scan.last.header, field::kSeq) + 1 : 0;
   if (cut == stream_bytes && next_seq != Get(h.disk_seq)) {
     rep->notes.push_back(stream_path + ": packet_seq_num goes on from " + Num(next_seq) + " (the last packet's + 1); " +
                          "the ring header says " + Num(Get(h.disk_seq)));
@@ -780,10 +758,10 @@ bool RecoverRing(const RingContext& ctx, const RingFile& r, RingReport* rep) {
   std::uint64_t disk_lost = 0, disk_overwritten = 0;
   std::vector<std::uint8_t> base;
   if (scan.have_last) {
-    disk_lost = Load<std::uint64_t>(scan.last.header + kOffDiscarded);
-    disk_overwritten = Load<std::uint64_t>(scan.last.header + kOffOverwritten);
+    disk_lost = Load<std::uint64_t>(scan.last.header, field::kDiscarded);
+    disk_overwritten = Load<std::uint64_t>(scan.last.header, field::kOverwritten);
     base.assign(scan.last.header, scan.last.header + kPacketHeaderSize);
-    rep->last_tid = Load<std::uint32_t>(scan.last.header + kOffVtid);
+    rep->last_tid = Load<std::uint32_t>(scan.last.header, field::kVtid);
   }
 
   // Write: cut stream_N, then append the pieces as Ring::WriteCopy would.
@@ -815,21 +793,12 @@ bool RecoverRing(const RingContext& ctx, const RingFile& r, RingReport* rep) {
     std::memcpy(scratch.data(), pkt, kPacketHeaderSize);
     std::memcpy(scratch.data() + kPacketHeaderSize, pkt + p.from, p.to - p.from);
     std::uint8_t* out = scratch.data();
-    if (p.continuation) Store<std::uint64_t>(out + kOffTsBegin, p.ts_begin);
-    if (p.open) {
-      Store<std::uint64_t>(out + kOffTsEnd, p.ts_end);
-      Store<std::uint64_t>(out + kOffDiscarded, rep->discarded);
-    }
-    // As Ring::WriteCopy: sizes, the stream's own packet numbering, and the overwrite count of
-    // the ring header in every packet (overwrites only ever hit packets older than all those
-    // still in the ring); events_discarded on disk counts every lost event.
-    Store<std::uint64_t>(out + kOffContent, len * 8);
-    Store<std::uint64_t>(out + kOffPacketSize, len * 8);
-    Store<std::uint64_t>(out + kOffSeq, next_seq);
-    const std::uint64_t discarded = Load<std::uint64_t>(out + kOffDiscarded);
-    const std::uint64_t overwritten = rep->overwritten;
-    Store<std::uint64_t>(out + kOffOverwritten, overwritten);
-    Store<std::uint64_t>(out + kOffDiscarded, discarded + overwritten + p.extra_lost);
+    // Stamped by the functions Ring::WriteNew uses (format/packet.h): the same bytes a live
+    // write-out would have produced. The writer also counts events it failed to write, which
+    // lived in its memory only; p.extra_lost counts those found damaged here instead.
+    if (p.continuation) format::StampContinuation(out, p.ts_begin);
+    if (p.open) format::StampOpenPiece(out, p.ts_end, rep->discarded);
+    const std::uint64_t lost = format::StampForStream(out, len, {next_seq, rep->overwritten, p.extra_lost});
     if (!dry) {
       if (const int err = WriteAllAt(fd.get(), out, len, pos); err != 0) {
         errno = err;
@@ -843,10 +812,10 @@ bool RecoverRing(const RingContext& ctx, const RingFile& r, RingReport* rep) {
     ++rep->packets_written;
     rep->bytes_written += len;
     rep->events_written += p.events;
-    disk_lost = discarded + overwritten + p.extra_lost;
-    disk_overwritten = overwritten;
+    disk_lost = lost;
+    disk_overwritten = rep->overwritten;
     base.assign(out, out + kPacketHeaderSize);
-    rep->last_tid = Load<std::uint32_t>(out + kOffVtid);
+    rep->last_tid = Load<std::uint32_t>(out, field::kVtid);
   }
 
   // Losses after the last packet (a full stream-mode ring discarding, a flight-mode overwrite
@@ -855,14 +824,8 @@ bool RecoverRing(const RingContext& ctx, const RingFile& r, RingReport* rep) {
   const std::uint64_t final_lost = rep->discarded + rep->overwritten + extra_total;
   if ((final_lost > disk_lost || rep->overwritten > disk_overwritten) && !base.empty()) {
     std::uint8_t out[kPacketHeaderSize];
-    std::memcpy(out, base.data(), kPacketHeaderSize);
-    const std::uint64_t ts = Load<std::uint64_t>(out + kOffTsEnd);
-    Store<std::uint64_t>(out + kOffTsBegin, ts);
-    Store<std::uint64_t>(out + kOffContent, kPacketHeaderSize * 8);
-    Store<std::uint64_t>(out + kOffPacketSize, kPacketHeaderSize * 8);
-    Store<std::uint64_t>(out + kOffSeq, next_seq);
-    Store<std::uint64_t>(out + kOffDiscarded, final_lost);
-    Store<std::uint64_t>(out + kOffOverwritten, rep->overwritten);
+    format::MakeLossMarker(out, base.data(), rep->discarded);
+    format::StampForStream(out, kPacketHeaderSize, {next_seq, rep->overwritten, extra_total});
     if (!dry) {
       if (const int err = WriteAllAt(fd.get(), out, kPacketHeaderSize, pos); err != 0) {
         errno = err;

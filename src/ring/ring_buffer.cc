@@ -70,24 +70,9 @@ __attribute__((no_sanitize("thread"))) void CopyRacy(char* dst, const char* src,
 inline void CopyRacy(char* dst, const char* src, std::size_t n) { std::memcpy(dst, src, n); }
 #endif
 
-template <typename T>
-T LoadField(const char* packet, std::size_t offset) {
-  T v;
-  std::memcpy(&v, packet + offset, sizeof v);
-  return v;
-}
-template <typename T>
-void StoreField(char* packet, std::size_t offset, T v) {
-  std::memcpy(packet + offset, &v, sizeof v);
-}
-
-constexpr std::size_t kOffTsBegin = offsetof(PacketHeader, timestamp_begin);
-constexpr std::size_t kOffTsEnd = offsetof(PacketHeader, timestamp_end);
-constexpr std::size_t kOffContent = offsetof(PacketHeader, content_size);
-constexpr std::size_t kOffPacketSize = offsetof(PacketHeader, packet_size);
-constexpr std::size_t kOffSeq = offsetof(PacketHeader, packet_seq_num);
-constexpr std::size_t kOffDiscarded = offsetof(PacketHeader, events_discarded);
-constexpr std::size_t kOffOverwritten = offsetof(PacketHeader, events_overwritten);
+using format::Load;
+using format::Store;
+namespace field = format::field;
 
 int WriteAll(int fd, const char* data, std::size_t len) {
   while (len > 0) {
@@ -293,8 +278,8 @@ bool Ring::OpenPacket(internal::ThreadWriter& w, std::uint64_t ts, std::uint32_t
   header_->commit.offset.store(kCommitOpening, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
   char* p = packet(n);
-  PacketHeader h{};
-  h.magic = kCtfMagic;
+  format::PacketHeader h{};
+  h.magic = format::kCtfMagic;
   std::memcpy(h.uuid, header_->uuid, sizeof h.uuid);
   h.stream_id = 0;
   h.stream_instance_id = index_;
@@ -328,10 +313,10 @@ void Ring::ClosePacket(internal::ThreadWriter& w, std::uint64_t ts_end) {
   const std::uint64_t n = header_->produced.load(std::memory_order_relaxed);
   char* p = packet(n);
   last_end_ts_ = std::max(ts_end, header_->commit.timestamp.load(std::memory_order_relaxed));
-  StoreField<std::uint64_t>(p, kOffTsEnd, last_end_ts_);
-  StoreField<std::uint64_t>(p, kOffContent, static_cast<std::uint64_t>(w.pos - p) * 8);
-  StoreField<std::uint64_t>(p, kOffDiscarded, header_->discarded.load(std::memory_order_relaxed));
-  StoreField<std::uint64_t>(p, kOffOverwritten,
+  Store<std::uint64_t>(p, field::kTsEnd, last_end_ts_);
+  Store<std::uint64_t>(p, field::kContentSize, static_cast<std::uint64_t>(w.pos - p) * 8);
+  Store<std::uint64_t>(p, field::kDiscarded, header_->discarded.load(std::memory_order_relaxed));
+  Store<std::uint64_t>(p, field::kOverwritten,
                             header_->overwritten.load(std::memory_order_relaxed));
   // The commit word counts the packet's events (thread_writer.h); the owner wrote it last.
   const auto events = static_cast<std::uint32_t>(CommitEventsOf(
@@ -382,27 +367,10 @@ std::size_t Ring::CopyPacket(std::uint64_t seq, std::size_t from, std::size_t to
   return kPacketHeaderSize + (to - from);
 }
 
-std::uint64_t Ring::StampCopy(std::size_t len, std::uint64_t seq_num, std::uint64_t overwritten,
-                              std::uint64_t write_lost) {
-  StoreField<std::uint64_t>(scratch_.get(), kOffContent, len * 8);
-  StoreField<std::uint64_t>(scratch_.get(), kOffPacketSize, len * 8);
-  StoreField<std::uint64_t>(scratch_.get(), kOffSeq, seq_num);
-  // On disk, events_discarded counts every lost event (discarded, overwritten, and in packets
-  // that failed to be written), so that CTF readers report all of them; events_overwritten keeps
-  // the overwritten part alone. Overwrites and failed writes only ever hit packets older than
-  // every packet still in the ring, so all of those counted so far precede the packets written
-  // now: every packet of one write-out carries the same, current, count.
-  const auto discarded = LoadField<std::uint64_t>(scratch_.get(), kOffDiscarded);
-  const std::uint64_t lost_total = discarded + overwritten + write_lost;
-  StoreField<std::uint64_t>(scratch_.get(), kOffOverwritten, overwritten);
-  StoreField<std::uint64_t>(scratch_.get(), kOffDiscarded, lost_total);
-  return lost_total;
-}
-
 int Ring::WriteCopy(int fd, std::size_t len) {
-  const std::uint64_t lost_total = StampCopy(len, header_->disk_seq,
-                                             header_->overwritten.load(std::memory_order_relaxed),
-                                             write_lost_events());
+  const std::uint64_t lost_total = format::StampForStream(
+      scratch_.get(), len,
+      {header_->disk_seq, header_->overwritten.load(std::memory_order_relaxed), write_lost_events()});
   const int err = WriteAll(fd, scratch_.get(), len);
   if (err != 0) {
     // Cut a partly written packet (disk full...) so that later packets follow a whole one.
@@ -432,10 +400,7 @@ WriteResult Ring::WriteLossMarker(int fd, WriteResult result) {
   if (!have_last_header_ || discarded + overwritten + write_lost_events() <= last_lost_total_) {
     return result;
   }
-  std::memcpy(scratch_.get(), last_header_, kPacketHeaderSize);
-  const auto end = LoadField<std::uint64_t>(scratch_.get(), kOffTsEnd);
-  StoreField<std::uint64_t>(scratch_.get(), kOffTsBegin, end);
-  StoreField<std::uint64_t>(scratch_.get(), kOffDiscarded, discarded);
+  format::MakeLossMarker(scratch_.get(), last_header_, discarded);
   if (const int err = WriteCopy(fd, kPacketHeaderSize); err != 0) {
     if (result.error == 0) result.error = err;
     return result;
@@ -468,7 +433,7 @@ WriteResult Ring::WriteNew(int fd, bool include_open) {
     const std::size_t from = std::max(header_->written_offset, kPacketHeaderSize);
     {
       const SeqlockReads racy_reads(mode_ == RingMode::kFlight);
-      content = LoadField<std::uint64_t>(src, kOffContent) / 8;
+      content = Load<std::uint64_t>(src, field::kContentSize) / 8;
       if (content < kPacketHeaderSize || content > subbuf_size_) break;  // corrupt: stop here
       len = CopyPacket(seq, from, content);
     }
@@ -479,9 +444,7 @@ WriteResult Ring::WriteNew(int fd, bool include_open) {
     // write-out races the producer lapping it. (written_seq itself advances only once the
     // packet is on disk: recovery relies on it.)
     header_->written_mark.store((seq + 1) << kWrittenMarkShift, std::memory_order_relaxed);
-    if (header_->written_offset != 0) {
-      StoreField<std::uint64_t>(scratch_.get(), kOffTsBegin, header_->written_begin_ts);
-    }
+    if (header_->written_offset != 0) format::StampContinuation(scratch_.get(), header_->written_begin_ts);
     const std::uint32_t events =
         header_->packet_events[seq % subbuf_count_].load(std::memory_order_relaxed);
     if (len > kPacketHeaderSize) {
@@ -521,16 +484,8 @@ WriteResult Ring::WriteNew(int fd, bool include_open) {
   // Validated: these events are saved even if the producer laps the packet from now on.
   header_->written_mark.store((produced << kWrittenMarkShift) | CommitEventsOf(commit_word),
                               std::memory_order_relaxed);
-  if (header_->written_offset != 0) {
-    StoreField<std::uint64_t>(scratch_.get(), kOffTsBegin, header_->written_begin_ts);
-  }
-  // End at the last written event, where the continuation packet begins: packets of a stream
-  // must not overlap in time.
-  StoreField<std::uint64_t>(scratch_.get(), kOffTsEnd, last_ts);
-  StoreField<std::uint64_t>(scratch_.get(), kOffDiscarded,
-                            header_->discarded.load(std::memory_order_relaxed));
-  StoreField<std::uint64_t>(scratch_.get(), kOffOverwritten,
-                            header_->overwritten.load(std::memory_order_relaxed));
+  if (header_->written_offset != 0) format::StampContinuation(scratch_.get(), header_->written_begin_ts);
+  format::StampOpenPiece(scratch_.get(), last_ts, header_->discarded.load(std::memory_order_relaxed));
   if (const int err = WriteCopy(fd, len); err != 0) {
     if (result.error == 0) result.error = err;
     return result;
@@ -573,8 +528,8 @@ bool Ring::ReadOpenCommit(std::uint64_t produced, std::size_t from, std::uint64_
 WriteResult Ring::CopyForSnapshot(int fd, SnapshotCursor* cursor) {
   WriteResult result;
   const auto write = [&](std::size_t len) {
-    if (cursor->offset != 0) StoreField<std::uint64_t>(scratch_.get(), kOffTsBegin, cursor->begin_ts);
-    StampCopy(len, cursor->disk_seq, cursor->lost, 0);
+    if (cursor->offset != 0) format::StampContinuation(scratch_.get(), cursor->begin_ts);
+    format::StampForStream(scratch_.get(), len, {cursor->disk_seq, cursor->lost, 0});
     if (const int err = WriteAll(fd, scratch_.get(), len); err != 0) {
       if (result.error == 0) result.error = err;
       return;
@@ -601,7 +556,7 @@ WriteResult Ring::CopyForSnapshot(int fd, SnapshotCursor* cursor) {
     std::size_t len = 0;
     {
       const SeqlockReads racy_reads(mode_ == RingMode::kFlight);
-      const auto content = LoadField<std::uint64_t>(packet(cursor->seq), kOffContent) / 8;
+      const auto content = Load<std::uint64_t>(packet(cursor->seq), field::kContentSize) / 8;
       if (content < kPacketHeaderSize || content > subbuf_size_) break;  // corrupt: stop here
       len = CopyPacket(cursor->seq, std::max(cursor->offset, kPacketHeaderSize), content);
     }
@@ -614,10 +569,7 @@ WriteResult Ring::CopyForSnapshot(int fd, SnapshotCursor* cursor) {
   if (!ReadOpenCommit(produced, from, &commit_word, &last_ts, &end)) return result;
   const std::size_t len = CopyPacket(produced, from, end);
   if (len == 0 || header_->produced.load(std::memory_order_acquire) != produced) return result;
-  // End at the last event copied, where the rest of the packet begins (see WriteNew()).
-  StoreField<std::uint64_t>(scratch_.get(), kOffTsEnd, last_ts);
-  StoreField<std::uint64_t>(scratch_.get(), kOffDiscarded,
-                            header_->discarded.load(std::memory_order_relaxed));
+  format::StampOpenPiece(scratch_.get(), last_ts, header_->discarded.load(std::memory_order_relaxed));
   write(len);
   if (result.error == 0) {
     cursor->offset = end;

@@ -144,9 +144,6 @@ class Ring {
   int WriteCopy(int fd, std::size_t len);
   // Producer: reserves the blocks of sub-buffer `slot` (first lap; see Create). False: no space.
   bool ReserveSubbuf(std::uint32_t slot);
-  // Sets the copy's sizes, packet_seq_num and loss counts (see WriteCopy); returns the lost total.
-  std::uint64_t StampCopy(std::size_t len, std::uint64_t seq_num, std::uint64_t overwritten,
-                          std::uint64_t write_lost);
   // The open packet `produced` committed up to `*end` (from the packet start), its last event at
   // `*last_ts`. False while no packet is open or being opened (`*commit_word` tells which), while
   // its writer keeps moving, or when nothing is committed past `from`.

@@ -22,6 +22,7 @@
 #include <cstdint>
 
 #include "base/env.h"
+#include "format/packet.h"
 #include "hushtrace/internal/thread_writer.h"
 
 namespace hush::ring {
@@ -38,30 +39,9 @@ inline constexpr std::size_t kMaxSubbufSize = std::size_t{1} << 20;
 inline constexpr std::size_t kMaxBufferSize = kMaxSubbufSize * kMaxSubbufCount;
 static_assert(kMaxBufferSize == base::env::kMaxBufferSize);
 
-// CTF packet header + context: fixed offsets (docs/format.md, section 3).
-inline constexpr std::uint32_t kCtfMagic = 0xC1FC1FC1;
-struct PacketHeader {
-  std::uint32_t magic;
-  std::uint8_t uuid[16];
-  std::uint32_t stream_id;
-  std::uint64_t stream_instance_id;
-  std::uint64_t timestamp_begin;
-  std::uint64_t timestamp_end;
-  std::uint64_t content_size;  // bits
-  std::uint64_t packet_size;   // bits
-  std::uint64_t packet_seq_num;
-  std::uint64_t events_discarded;
-  std::uint64_t events_overwritten;
-  std::uint32_t vpid;
-  std::uint32_t vtid;
-  char thread_name[16];
-} __attribute__((packed));
-static_assert(sizeof(PacketHeader) == 112);
-static_assert(offsetof(PacketHeader, timestamp_begin) == 32);
-static_assert(offsetof(PacketHeader, content_size) == 48);
-static_assert(offsetof(PacketHeader, packet_seq_num) == 64);
-static_assert(offsetof(PacketHeader, vtid) == 92);
-inline constexpr std::size_t kPacketHeaderSize = sizeof(PacketHeader);
+// A sub-buffer holds one CTF packet: format::PacketHeader (format/packet.h, the owner of every
+// byte that reaches a stream file), then events.
+using format::kPacketHeaderSize;
 
 // Values of RingHeader::commit.offset besides a data offset inside the open packet.
 inline constexpr std::uint64_t kCommitNone = ~std::uint64_t{0};     // no packet open

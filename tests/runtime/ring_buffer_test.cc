@@ -43,10 +43,10 @@ HUSH_TRACEPOINT(ringtest, mark, (std::uint64_t, seq))
 namespace {
 
 using hush::internal::ThreadWriter;
-using hush::ring::kCtfMagic;
+using hush::format::kCtfMagic;
 using hush::ring::kPacketHeaderSize;
 using hush::ring::kRingHeaderSize;
-using hush::ring::PacketHeader;
+using hush::format::PacketHeader;
 using hush::ring::Ring;
 using hush::ring::RingConfig;
 using hush::ring::RingMode;
@@ -81,7 +81,7 @@ std::vector<DiskPacket> ParseStream(const std::string& bytes) {
       return out;
     }
     std::memcpy(&p.h, bytes.data() + at, sizeof p.h);
-    EXPECT_EQ(p.h.magic, hush::ring::kCtfMagic) << "at offset " << at;
+    EXPECT_EQ(p.h.magic, hush::format::kCtfMagic) << "at offset " << at;
     EXPECT_EQ(p.h.content_size, p.h.packet_size) << "on disk packet_size == content_size";
     EXPECT_EQ(p.h.content_size % 8, 0u);
     const std::size_t len = p.h.content_size / 8;
@@ -749,7 +749,7 @@ std::vector<std::byte> Bytes(std::size_t n) {
 // A 32 KiB buffer gives 8 sub-buffers of 4096 bytes: the largest payload is
 // 4096 - 112 (packet header) - 13 (extended event header) = 3971 bytes = 4 + 3967 blob bytes.
 constexpr std::size_t kSessionBuffer = 32 * 1024;
-constexpr std::size_t kMaxBlob = 4096 - kPacketHeaderSize - 13 - 4;
+constexpr std::size_t kMaxBlob = 4096 - kPacketHeaderSize - hush::format::kExtendedHeaderSize - 4;
 
 TEST(RingSession, EventLargerThanASubBufferIsRefusedAndCounted) {
   TempDir dir("ring");
