@@ -44,6 +44,21 @@ inline constexpr std::size_t kMaxMessage = 64 * 1024;
 
 using Fields = std::vector<std::pair<std::string, std::string>>;
 
+// Reply keys both sides name: the output directory (start, stop, status) and the session's
+// statistics (status, and stop's final totals), one per hush::SessionStats counter.
+namespace key {
+inline constexpr char kOutput[] = "output";
+inline constexpr char kBuffers[] = "buffers";
+inline constexpr char kEventsWritten[] = "events-written";
+inline constexpr char kEventsDiscarded[] = "events-discarded";
+inline constexpr char kEventsOverwritten[] = "events-overwritten";
+inline constexpr char kEventsLostOnWrite[] = "events-lost-on-write";
+inline constexpr char kBytesWritten[] = "bytes-written";
+inline constexpr char kEventsFilteredOut[] = "events-filtered-out";
+inline constexpr char kSnapshotsTriggered[] = "snapshots-triggered";
+inline constexpr char kTriggersSuppressed[] = "triggers-suppressed";
+}  // namespace key
+
 inline std::string SocketDirectory(uid_t uid) { return "/tmp/hushtrace-" + std::to_string(uid); }
 inline std::string SocketPath(uid_t uid, pid_t pid) {
   return SocketDirectory(uid) + "/" + std::to_string(pid) + ".sock";

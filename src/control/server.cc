@@ -58,7 +58,7 @@ std::string Start(const Fields& fields) {
   for (const auto& [key, value] : fields) {
     if (key == "event") {
       options.events.push_back(value);
-    } else if (key == "output" && !have_output) {
+    } else if (key == control::key::kOutput && !have_output) {
       if (value.empty() || value[0] != '/') return Error("output must be an absolute path");
       options.output_dir = value;
       have_output = true;
@@ -113,15 +113,15 @@ bool StartedBy(const char* request, ssize_t n) {
 // The session's statistics as reply fields (status, and stop's final totals).
 void AddStats(const SessionStats& s, Fields* f) {
   f->insert(f->end(), {
-      {"buffers", std::to_string(s.rings)},
-      {"events-written", std::to_string(s.events_written)},
-      {"events-discarded", std::to_string(s.events_discarded)},
-      {"events-overwritten", std::to_string(s.events_overwritten)},
-      {"events-lost-on-write", std::to_string(s.events_lost_on_write)},
-      {"bytes-written", std::to_string(s.bytes_written)},
-      {"events-filtered-out", std::to_string(s.events_filtered_out)},
-      {"snapshots-triggered", std::to_string(s.snapshots_triggered)},
-      {"triggers-suppressed", std::to_string(s.triggers_suppressed)},
+      {key::kBuffers, std::to_string(s.rings)},
+      {key::kEventsWritten, std::to_string(s.events_written)},
+      {key::kEventsDiscarded, std::to_string(s.events_discarded)},
+      {key::kEventsOverwritten, std::to_string(s.events_overwritten)},
+      {key::kEventsLostOnWrite, std::to_string(s.events_lost_on_write)},
+      {key::kBytesWritten, std::to_string(s.bytes_written)},
+      {key::kEventsFilteredOut, std::to_string(s.events_filtered_out)},
+      {key::kSnapshotsTriggered, std::to_string(s.snapshots_triggered)},
+      {key::kTriggersSuppressed, std::to_string(s.triggers_suppressed)},
   });
 }
 
@@ -131,7 +131,7 @@ std::string Stop() {
   SessionStats final_stats;
   if (!session::StopActive(&output, &final_stats)) return Error("no active session");
   g_session->reset();  // a session `hushtrace start` made: already stopped above
-  Fields f = {{"output", output}};
+  Fields f = {{key::kOutput, output}};
   AddStats(final_stats, &f);
   return EncodeMessage("ok", f);
 }
@@ -150,7 +150,7 @@ std::string Status() {
       {"session", "active"},
       {"started-by", *g_session ? "hushtrace" : "program"},
       {"mode", active.mode == Mode::kFlight ? "flight" : "stream"},
-      {"output", active.output_dir},
+      {key::kOutput, active.output_dir},
   };
   AddStats(s, &f);
   for (const std::string& name : active.enabled) f.emplace_back("enabled", name);

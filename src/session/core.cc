@@ -156,17 +156,21 @@ Core::~Core() {
   // goes. ~Core runs off the traced program's path (a later start or stop, core.h "Lifetime"),
   // so a wait of a scheduling delay costs nobody an exit.
   if (consumer_started_.load(std::memory_order_relaxed)) {
-    {
-      std::lock_guard<std::mutex> wake(wake_mu_);
-      stopping_ = true;
-    }
-    wake_cv_.notify_one();
+    WakeConsumerToStop();
     while (!consumer_exited_.load(std::memory_order_acquire)) {
       const struct timespec pause = {0, 100 * 1000};
       ::nanosleep(&pause, nullptr);
     }
   }
   if (consumer_.joinable()) consumer_.join();  // flight mode's snapshot thread (Stop joined it)
+}
+
+void Core::WakeConsumerToStop() {
+  {
+    std::lock_guard<std::mutex> wake(wake_mu_);
+    stopping_ = true;
+  }
+  wake_cv_.notify_one();
 }
 
 // The parent's session as a fork child sees it: its rings are not mapped here (MADV_DONTFORK,
@@ -812,11 +816,7 @@ void Core::Stop() {
                    std::memory_order_relaxed);
   }
   lock.unlock();
-  {
-    std::lock_guard<std::mutex> wake(wake_mu_);
-    stopping_ = true;
-  }
-  wake_cv_.notify_one();
+  WakeConsumerToStop();
   // Flight mode's snapshot thread waits on a process-wide semaphore, which the next session's
   // snapshots post too: it must be gone before Stop returns. The stream consumer is not waited
   // for here but when the Core is freed (~Core): waiting for a woken thread to be scheduled and

@@ -170,6 +170,7 @@ class Core final : public ring::Owner {
   // its directories unless `keep_directories`); its rings are not mapped in the child.
   static void ReleaseParentInChild(Core* parent, bool keep_directories);
   void ConsumerLoop();
+  void WakeConsumerToStop();  // sets stopping_ and wakes the consumer (Stop, ~Core)
   void PrefaultBusyRings();  // consumer thread
   void SignalLoop();
   // Triggered snapshots (snapshots.cc).

@@ -99,13 +99,19 @@ TEST(Threads, StopWhileThreadsEmitLeavesAConsistentReadableTrace) {
   auto s = Start(dir.Sub("trace"), hush::Mode::kStream, 256 << 10);
   ASSERT_NE(s, nullptr);
   std::atomic<bool> quit{false};
+  std::atomic<std::uint32_t> emitting{0};
   std::vector<std::thread> pool;
   for (std::uint32_t k = 0; k < 4; ++k) {
-    pool.emplace_back([k, &quit] {
-      for (std::uint64_t i = 0; !quit.load(std::memory_order_relaxed); ++i)
+    pool.emplace_back([k, &quit, &emitting] {
+      HUSH_TRACE(mt, seq, k, std::uint64_t{0});
+      emitting.fetch_add(1);
+      for (std::uint64_t i = 1; !quit.load(std::memory_order_relaxed); ++i)
         HUSH_TRACE(mt, seq, k, i);
     });
   }
+  // Every thread has an event in its ring before Stop (on a loaded machine a thread may not run
+  // within a fixed sleep), then they go on emitting while Stop runs.
+  while (emitting.load() < 4) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   std::this_thread::sleep_for(std::chrono::milliseconds(30));
   s->Stop();
   std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -305,12 +305,12 @@ int RunStart(int argc, char** argv) {
     ::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
     output = std::string("hushtrace-") + stamp + "-" + std::to_string(pid);
   }
-  fields.emplace_back("output", Absolute(output));
+  fields.emplace_back(control::key::kOutput, Absolute(output));
   if (!mode.empty()) fields.emplace_back("mode", mode);
   if (!buffer.empty()) fields.emplace_back("buffer-size", buffer);
   const ControlReply reply = SendControl(pid, "start", fields);
   if (const int status = Report("start", pid, reply); status != 0) return status;
-  std::printf("tracing process %d into %s\n", static_cast<int>(pid), reply.Get("output").c_str());
+  std::printf("tracing process %d into %s\n", static_cast<int>(pid), reply.Get(control::key::kOutput).c_str());
   return 0;
 }
 
@@ -321,10 +321,10 @@ int RunStop(int argc, char** argv) {
   const pid_t pid = line.pid;
   const ControlReply reply = SendControl(pid, "stop", {});
   if ((status = Report("stop", pid, reply)) != 0) return status;
-  std::printf("stopped; trace in %s", reply.Get("output").c_str());
-  if (const std::string written = reply.Get("events-written"); !written.empty()) {
+  std::printf("stopped; trace in %s", reply.Get(control::key::kOutput).c_str());
+  if (const std::string written = reply.Get(control::key::kEventsWritten); !written.empty()) {
     std::printf(" (%s events written, %s discarded, %s lost on write)", written.c_str(),
-                reply.Get("events-discarded").c_str(), reply.Get("events-lost-on-write").c_str());
+                reply.Get(control::key::kEventsDiscarded).c_str(), reply.Get(control::key::kEventsLostOnWrite).c_str());
   }
   std::printf("\n");
   return 0;
@@ -341,7 +341,7 @@ int RunSnapshot(int argc, char** argv) {
   const std::string& copy_to = line.args.output;
   const ControlReply reply = SendControl(pid, "snapshot", {});
   if ((status = Report("snapshot", pid, reply)) != 0) return status;
-  std::string where = reply.Get("output");
+  std::string where = reply.Get(control::key::kOutput);
   if (!copy_to.empty()) {
     std::string error;
     if (!CopyTrace(where, copy_to, &error)) {
