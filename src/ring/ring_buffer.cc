@@ -367,6 +367,39 @@ std::size_t Ring::CopyPacket(std::uint64_t seq, std::size_t from, std::size_t to
   return kPacketHeaderSize + (to - from);
 }
 
+std::uint64_t Ring::FirstIntactPacket(std::uint64_t produced, std::uint64_t seq) const {
+  // With a packet open (or opening) it occupies the oldest packet's sub-buffer; without one, all
+  // K closed packets are intact. Older packets were overwritten (and counted by the producer).
+  const bool open = header_->commit.offset.load(std::memory_order_acquire) != kCommitNone;
+  const std::uint64_t intact = open ? subbuf_count_ - 1 : subbuf_count_;
+  return produced > intact && seq < produced - intact ? produced - intact : seq;
+}
+
+std::size_t Ring::CopyClosedPiece(std::uint64_t seq, std::size_t offset, std::uint64_t begin_ts) {
+  std::size_t len = 0;
+  {
+    const SeqlockReads racy_reads(mode_ == RingMode::kFlight);
+    const auto content = Load<std::uint64_t>(packet(seq), field::kContentSize) / 8;
+    if (content < kPacketHeaderSize || content > subbuf_size_) return kCorruptPacket;
+    len = CopyPacket(seq, std::max(offset, kPacketHeaderSize), content);
+  }
+  if (len != 0 && offset != 0) format::StampContinuation(scratch_.get(), begin_ts);
+  return len;
+}
+
+std::size_t Ring::CopyOpenPiece(std::uint64_t produced, std::size_t offset, std::uint64_t begin_ts,
+                                bool drop_if_closed, OpenPiece* piece) {
+  const std::size_t from = std::max(offset, kPacketHeaderSize);
+  if (!ReadOpenCommit(produced, from, &piece->commit_word, &piece->last_ts, &piece->end)) return 0;
+  std::size_t len = CopyPacket(produced, from, piece->end);
+  if (drop_if_closed && header_->produced.load(std::memory_order_acquire) != produced) len = 0;
+  if (len == 0) return 0;
+  if (offset != 0) format::StampContinuation(scratch_.get(), begin_ts);
+  // It ends at its last event, where the rest of the packet begins: pieces never overlap in time.
+  format::StampOpenPiece(scratch_.get(), piece->last_ts, header_->discarded.load(std::memory_order_relaxed));
+  return len;
+}
+
 int Ring::WriteCopy(int fd, std::size_t len) {
   const std::uint64_t lost_total = format::StampForStream(
       scratch_.get(), len,
@@ -416,35 +449,23 @@ WriteResult Ring::WriteNew(int fd, bool include_open) {
   const std::uint64_t produced = header_->produced.load(std::memory_order_acquire);
   std::uint64_t seq = header_->written_seq.load(std::memory_order_relaxed);  // ours
   if (mode_ == RingMode::kFlight) {
-    // With a packet open (or opening) it occupies the oldest packet's sub-buffer; without one,
-    // all K closed packets are intact. Older packets were overwritten (and counted).
-    const bool open = header_->commit.offset.load(std::memory_order_acquire) != kCommitNone;
-    const std::uint64_t intact = open ? subbuf_count_ - 1 : subbuf_count_;
-    if (produced > intact && seq < produced - intact) {
-      seq = produced - intact;
+    if (const std::uint64_t first = FirstIntactPacket(produced, seq); first != seq) {
+      seq = first;
       header_->written_offset = 0;
     }
   }
   for (; seq < produced; ++seq, header_->written_offset = 0) {
     // Relaxed: read by the flight-mode producer only to classify overwrites (OpenPacket).
     header_->written_seq.store(seq, std::memory_order_relaxed);
-    const char* src = packet(seq);
-    std::size_t content = 0, len = 0;
-    const std::size_t from = std::max(header_->written_offset, kPacketHeaderSize);
-    {
-      const SeqlockReads racy_reads(mode_ == RingMode::kFlight);
-      content = Load<std::uint64_t>(src, field::kContentSize) / 8;
-      if (content < kPacketHeaderSize || content > subbuf_size_) break;  // corrupt: stop here
-      len = CopyPacket(seq, from, content);
-    }
-    if (len == 0) continue;  // overwritten while copying: lost, counted by the producer
+    const std::size_t len = CopyClosedPiece(seq, header_->written_offset, header_->written_begin_ts);
+    if (len == kCorruptPacket) break;  // stop here
+    if (len == 0) continue;            // overwritten while copying: lost, counted by the producer
     // Saved (the copy is valid): an overwrite from now on is not a loss. A producer that read
     // written_mark between our validation and this store counts the packet lost although it is
     // written: the only inexact case, at most one packet per write-out, and only when a
     // write-out races the producer lapping it. (written_seq itself advances only once the
     // packet is on disk: recovery relies on it.)
     header_->written_mark.store((seq + 1) << kWrittenMarkShift, std::memory_order_relaxed);
-    if (header_->written_offset != 0) format::StampContinuation(scratch_.get(), header_->written_begin_ts);
     const std::uint32_t events =
         header_->packet_events[seq % subbuf_count_].load(std::memory_order_relaxed);
     if (len > kPacketHeaderSize) {
@@ -464,28 +485,20 @@ WriteResult Ring::WriteNew(int fd, bool include_open) {
   header_->written_seq.store(seq, std::memory_order_relaxed);
   if (!include_open || seq != produced) return result;
 
-  // The open packet: everything committed so far.
-  const std::size_t from = std::max(header_->written_offset, kPacketHeaderSize);
-  std::uint64_t commit_word = 0, last_ts = 0;
-  std::size_t end = 0;
-  if (!ReadOpenCommit(produced, from, &commit_word, &last_ts, &end)) {
-    if (commit_word == kCommitNone || commit_word == kCommitOpening) {
+  // The open packet: everything committed so far. In flight mode a packet closed while we copied
+  // may be overwritten next: the next call writes it as a closed packet.
+  OpenPiece open;
+  const std::size_t len = CopyOpenPiece(produced, header_->written_offset, header_->written_begin_ts,
+                                        mode_ == RingMode::kFlight, &open);
+  if (len == 0) {
+    if (open.commit_word == kCommitNone || open.commit_word == kCommitOpening) {
       return WriteLossMarker(fd, result);
     }
     return result;
   }
-  const std::uint64_t seq_at_copy = produced;
-  std::size_t len = CopyPacket(produced, from, end);
-  if (header_->produced.load(std::memory_order_acquire) != seq_at_copy &&
-      mode_ == RingMode::kFlight) {
-    len = 0;  // being overwritten right now; next call writes it as a closed packet
-  }
-  if (len == 0) return result;
   // Validated: these events are saved even if the producer laps the packet from now on.
-  header_->written_mark.store((produced << kWrittenMarkShift) | CommitEventsOf(commit_word),
+  header_->written_mark.store((produced << kWrittenMarkShift) | CommitEventsOf(open.commit_word),
                               std::memory_order_relaxed);
-  if (header_->written_offset != 0) format::StampContinuation(scratch_.get(), header_->written_begin_ts);
-  format::StampOpenPiece(scratch_.get(), last_ts, header_->discarded.load(std::memory_order_relaxed));
   if (const int err = WriteCopy(fd, len); err != 0) {
     if (result.error == 0) result.error = err;
     return result;
@@ -494,8 +507,8 @@ WriteResult Ring::WriteNew(int fd, bool include_open) {
   result.bytes += len;
   // The rest of this packet restarts the reader's clock at the last event written now (or at the
   // next event, in flight while we read): never after the first event of the rest.
-  header_->written_offset = end;
-  header_->written_begin_ts = last_ts;
+  header_->written_offset = open.end;
+  header_->written_begin_ts = open.last_ts;
   return result;
 }
 
@@ -528,7 +541,6 @@ bool Ring::ReadOpenCommit(std::uint64_t produced, std::size_t from, std::uint64_
 WriteResult Ring::CopyForSnapshot(int fd, SnapshotCursor* cursor) {
   WriteResult result;
   const auto write = [&](std::size_t len) {
-    if (cursor->offset != 0) format::StampContinuation(scratch_.get(), cursor->begin_ts);
     format::StampForStream(scratch_.get(), len, {cursor->disk_seq, cursor->lost, 0});
     if (const int err = WriteAll(fd, scratch_.get(), len); err != 0) {
       if (result.error == 0) result.error = err;
@@ -538,42 +550,31 @@ WriteResult Ring::CopyForSnapshot(int fd, SnapshotCursor* cursor) {
     ++result.packets;
     result.bytes += len;
   };
-  // As in WriteNew(): packets below `produced` are complete (acquire pairs with ClosePacket());
-  // an open packet occupies the oldest packet's sub-buffer.
+  // As in WriteNew(): packets below `produced` are complete (acquire pairs with ClosePacket()).
   const std::uint64_t produced = header_->produced.load(std::memory_order_acquire);
-  const bool open = header_->commit.offset.load(std::memory_order_acquire) != kCommitNone;
-  const std::uint64_t intact = open ? subbuf_count_ - 1 : subbuf_count_;
   const std::uint64_t overwritten = header_->overwritten.load(std::memory_order_relaxed);
-  const bool skipping = produced > intact && cursor->seq < produced - intact;
+  const std::uint64_t first = FirstIntactPacket(produced, cursor->seq);
+  const bool skipping = first != cursor->seq;
   if (cursor->started && skipping) cursor->lost += overwritten - cursor->overwritten_seen;
   cursor->overwritten_seen = overwritten;
   if (skipping) {
-    cursor->seq = produced - intact;
+    cursor->seq = first;
     cursor->offset = 0;
   }
   cursor->started = true;
   for (; cursor->seq < produced; ++cursor->seq, cursor->offset = 0) {
-    std::size_t len = 0;
-    {
-      const SeqlockReads racy_reads(mode_ == RingMode::kFlight);
-      const auto content = Load<std::uint64_t>(packet(cursor->seq), field::kContentSize) / 8;
-      if (content < kPacketHeaderSize || content > subbuf_size_) break;  // corrupt: stop here
-      len = CopyPacket(cursor->seq, std::max(cursor->offset, kPacketHeaderSize), content);
-    }
+    const std::size_t len = CopyClosedPiece(cursor->seq, cursor->offset, cursor->begin_ts);
+    if (len == kCorruptPacket) break;       // stop here
     if (len > kPacketHeaderSize) write(len);  // 0: overwritten while copying, lost
   }
   if (cursor->seq != produced) return result;
-  const std::size_t from = std::max(cursor->offset, kPacketHeaderSize);
-  std::uint64_t commit_word = 0, last_ts = 0;
-  std::size_t end = 0;
-  if (!ReadOpenCommit(produced, from, &commit_word, &last_ts, &end)) return result;
-  const std::size_t len = CopyPacket(produced, from, end);
-  if (len == 0 || header_->produced.load(std::memory_order_acquire) != produced) return result;
-  format::StampOpenPiece(scratch_.get(), last_ts, header_->discarded.load(std::memory_order_relaxed));
+  OpenPiece open;
+  const std::size_t len = CopyOpenPiece(produced, cursor->offset, cursor->begin_ts, true, &open);
+  if (len == 0) return result;
   write(len);
   if (result.error == 0) {
-    cursor->offset = end;
-    cursor->begin_ts = last_ts;
+    cursor->offset = open.end;
+    cursor->begin_ts = open.last_ts;
   }
   return result;
 }

@@ -142,6 +142,30 @@ class Ring {
   // producer did not start overwriting it meanwhile. Returns the copy length or 0.
   std::size_t CopyPacket(std::uint64_t seq, std::size_t from, std::size_t to);
   int WriteCopy(int fd, std::size_t len);
+
+  // The steps WriteNew (the stream's write-out) and CopyForSnapshot (a snapshot's) share; each
+  // keeps its own position and bookkeeping around them.
+  //
+  // The first packet still intact in the ring for a copy that stands at `seq`: seq, or later when
+  // the producer lapped it (flight mode).
+  std::uint64_t FirstIntactPacket(std::uint64_t produced, std::uint64_t seq) const;
+  // Copies closed packet `seq` from `offset` (0: from its start; else the rest of a packet whose
+  // first part went out, restarting at `begin_ts`) into scratch_, stamped for continuation.
+  // Returns the copy's length (kPacketHeaderSize: no event in it), 0 when the producer overwrote
+  // it meanwhile, kCorruptPacket when its content size is out of range.
+  static constexpr std::size_t kCorruptPacket = ~std::size_t{0};
+  std::size_t CopyClosedPiece(std::uint64_t seq, std::size_t offset, std::uint64_t begin_ts);
+  // The committed part of open packet `produced` from `offset`, in scratch_, ending at its last
+  // event (format::StampOpenPiece). 0 when nothing is committed past `offset`, no packet is open
+  // (piece->commit_word says which), the writer kept moving, or `drop_if_closed` and the packet
+  // was closed while copying.
+  struct OpenPiece {
+    std::uint64_t commit_word = 0;
+    std::uint64_t last_ts = 0;
+    std::size_t end = 0;  // offset in the packet where the committed part ends
+  };
+  std::size_t CopyOpenPiece(std::uint64_t produced, std::size_t offset, std::uint64_t begin_ts,
+                            bool drop_if_closed, OpenPiece* piece);
   // Producer: reserves the blocks of sub-buffer `slot` (first lap; see Create). False: no space.
   bool ReserveSubbuf(std::uint32_t slot);
   // The open packet `produced` committed up to `*end` (from the packet start), its last event at
