@@ -148,48 +148,6 @@ std::string BinaryDir() { return Env("HUSH_BINARY_DIR"); }
 std::string SourceDir() { return Env("HUSH_SOURCE_DIR"); }
 std::string HushtraceCli() { return BinaryDir() + "/tools/hushtrace/hushtrace"; }
 
-std::string MakeTempDir() {
-  std::string base = Env("TMPDIR");
-  if (base.empty()) base = "/tmp";
-  std::string tmpl = base + "/hush_cli_test.XXXXXX";
-  if (::mkdtemp(tmpl.data()) == nullptr) return "";
-  // The canonical path: the CLI makes HUSHTRACE_OUTPUT absolute from getcwd().
-  char* real = ::realpath(tmpl.c_str(), nullptr);
-  std::string out = real ? real : tmpl;
-  std::free(real);
-  return out;
-}
-
-void RemoveTree(const std::string& path) {
-  if (path.empty()) return;
-  struct stat st;
-  if (::lstat(path.c_str(), &st) != 0) return;
-  if (S_ISDIR(st.st_mode)) {
-    for (const std::string& name : ListDir(path)) RemoveTree(path + "/" + name);
-    ::rmdir(path.c_str());
-  } else {
-    ::unlink(path.c_str());
-  }
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-bool WriteFile(const std::string& path, const std::string& content) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << content;
-  return static_cast<bool>(out);
-}
-
-bool PathExists(const std::string& path) {
-  struct stat st;
-  return ::lstat(path.c_str(), &st) == 0;
-}
-
 bool WaitForFile(const std::string& path, int timeout_seconds) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_seconds);
   while (std::chrono::steady_clock::now() < deadline) {
@@ -197,18 +155,6 @@ bool WaitForFile(const std::string& path, int timeout_seconds) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return false;
-}
-
-std::vector<std::string> ListDir(const std::string& path) {
-  std::vector<std::string> out;
-  DIR* d = ::opendir(path.c_str());
-  if (d == nullptr) return out;
-  while (const dirent* e = ::readdir(d)) {
-    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
-      out.emplace_back(e->d_name);
-  }
-  ::closedir(d);
-  return out;
 }
 
 std::vector<std::string> Lines(const std::string& text) {

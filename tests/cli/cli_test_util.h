@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "support/files.h"
+
 namespace hush::clitest {
 
 struct RunResult {
@@ -36,13 +38,14 @@ std::string BinaryDir();  // $HUSH_BINARY_DIR
 std::string SourceDir();  // $HUSH_SOURCE_DIR
 std::string HushtraceCli();
 
-std::string MakeTempDir();  // under $TMPDIR or /tmp; removed by RemoveTree
-void RemoveTree(const std::string& path);
-std::string ReadFile(const std::string& path);
-bool WriteFile(const std::string& path, const std::string& content);
-bool PathExists(const std::string& path);
+// Files and directories: tests/support/files.h.
+inline std::string MakeTempDir() { return testsupport::MakeTempDir("cli_test"); }
+using testsupport::ListDir;
+using testsupport::ReadFile;
+using testsupport::RemoveTree;
+using testsupport::WriteFile;
+inline bool PathExists(const std::string& path) { return testsupport::Exists(path); }
 bool WaitForFile(const std::string& path, int timeout_seconds);
-std::vector<std::string> ListDir(const std::string& path);  // names, without . and ..
 std::vector<std::string> Lines(const std::string& text);
 // 1-based number of the first line of `file` containing `marker`, 0 if none.
 int LineOf(const std::string& file, const std::string& marker);

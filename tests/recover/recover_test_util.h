@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "support/files.h"
+
 namespace rectest {
 
 // --- processes ---
@@ -57,10 +59,11 @@ std::string VictimPath();
 std::string CliPath();  // $HUSH_BINARY_DIR/tools/hushtrace/hushtrace
 // A fresh, not yet existing path under testing::TempDir().
 std::string NewTraceDir(const std::string& tag);
-void RemoveTree(const std::string& path);
-bool Exists(const std::string& path);
-std::string ReadFile(const std::string& path);
-bool WriteFile(const std::string& path, const std::string& content);
+// Files and directories: tests/support/files.h.
+using hush::testsupport::Exists;
+using hush::testsupport::ReadFile;
+using hush::testsupport::RemoveTree;
+using hush::testsupport::WriteFile;
 // name -> content of every regular file in `dir` and in `dir`/.ring.
 std::map<std::string, std::string> Snapshot(const std::string& dir);
 bool CopyTree(const std::string& from, const std::string& to);  // dir + .ring, flat files

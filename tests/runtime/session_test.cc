@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/unique_fd.h"
 #include "hushtrace/hushtrace.h"
 #include "runtime/test_util.h"
 
@@ -727,14 +728,15 @@ TEST(SessionLifecycle, BlockingSessionLosesNoEventOfABurst) {
 
 // Pages of a ring file in the page cache (mincore through a read-only mapping of its own).
 std::size_t ResidentPages(const std::string& path, std::size_t* total) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
+  void* map = MAP_FAILED;
   struct stat st = {};
-  ::fstat(fd, &st);
-  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  *total = (static_cast<std::size_t>(st.st_size) + page - 1) / page;
-  void* map = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ, MAP_SHARED, fd, 0);
-  ::close(fd);
+  {
+    const hush::base::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd || ::fstat(fd.get(), &st) != 0) return 0;
+    const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    *total = (static_cast<std::size_t>(st.st_size) + page - 1) / page;
+    map = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ, MAP_SHARED, fd.get(), 0);
+  }  // the mapping outlives the descriptor
   if (map == MAP_FAILED) return 0;
   std::vector<unsigned char> vec(*total);
   std::size_t resident = 0;
@@ -788,14 +790,13 @@ TEST(SessionLifecycle, ConsumerPopulatesTheRingsOfBusyThreadsOnlyNotOfThreadsTha
 
 // How many more descriptors this process can open under its current limit (closes them again).
 int DescriptorsLeft() {
-  std::vector<int> fds;
+  std::vector<hush::base::UniqueFd> fds;
   for (;;) {
-    const int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) break;
-    fds.push_back(fd);
+    hush::base::UniqueFd fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    if (!fd) break;
+    fds.push_back(std::move(fd));
   }
-  for (const int fd : fds) ::close(fd);
-  return static_cast<int>(fds.size());
+  return static_cast<int>(fds.size());  // all closed again on return
 }
 
 // Issue 17, item 3: a session holds a constant number of descriptors whatever the number of

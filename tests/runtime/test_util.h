@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "support/files.h"
+
 namespace hushtest {
 
 // --- files and directories ---
@@ -33,12 +35,12 @@ class TempDir {
   std::string path_;
 };
 
-void RemoveTree(const std::string& path);
-bool Exists(const std::string& path);           // lstat succeeds
-std::string ReadFile(const std::string& path);  // "" if unreadable
-bool WriteFile(const std::string& path, const std::string& content);
-// Names in `dir` (not recursive, without "." and "..").
-std::vector<std::string> ListDir(const std::string& dir);
+// Files and directories: tests/support/files.h.
+using hush::testsupport::Exists;
+using hush::testsupport::ListDir;
+using hush::testsupport::ReadFile;
+using hush::testsupport::RemoveTree;
+using hush::testsupport::WriteFile;
 // Permission bits (st_mode & 07777) from lstat, or -1.
 int Mode(const std::string& path);
 

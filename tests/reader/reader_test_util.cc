@@ -19,16 +19,9 @@ extern char** environ;
 namespace hush::reader::test {
 
 std::string MakeTempDir(const std::string& tag) {
-  const char* base = std::getenv("TMPDIR");
-  std::string pattern = std::string(base != nullptr && *base != '\0' ? base : "/tmp") +
-                        "/hush_reader_" + tag + "_XXXXXX";
-  if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed: " + pattern);
-  return pattern;
-}
-
-void RemoveTree(const std::string& path) {
-  std::error_code ec;
-  std::filesystem::remove_all(path, ec);
+  const std::string dir = testsupport::MakeTempDir("reader_" + tag);
+  if (dir.empty()) throw std::runtime_error("cannot make a temporary directory for " + tag);
+  return dir;
 }
 
 void CopyTree(const std::string& from, const std::string& to) {
@@ -36,17 +29,8 @@ void CopyTree(const std::string& from, const std::string& to) {
                                       std::filesystem::copy_options::overwrite_existing);
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 void WriteFile(const std::string& path, std::string_view content) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(content.data(), static_cast<std::streamsize>(content.size()));
-  if (!out) throw std::runtime_error("cannot write " + path);
+  if (!testsupport::WriteFile(path, content)) throw std::runtime_error("cannot write " + path);
 }
 
 CommandResult RunCommand(const std::vector<std::string>& program_argv) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "hushtrace/reader.h"
+#include "support/files.h"
 
 namespace hush::reader::test {
 
@@ -36,9 +37,9 @@ const RecordedTrace& Recorded();
 
 // A fresh empty directory under $TMPDIR (or /tmp), removed with RemoveTree().
 std::string MakeTempDir(const std::string& tag);
-void RemoveTree(const std::string& path);
+using testsupport::RemoveTree;
 void CopyTree(const std::string& from, const std::string& to);
-std::string ReadFile(const std::string& path);
+using testsupport::ReadFile;
 void WriteFile(const std::string& path, std::string_view content);
 
 struct CommandResult {

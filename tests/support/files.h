@@ -1,0 +1,32 @@
+// Files and directories for tests: one implementation for every test suite (runtime, CLI,
+// recovery, reader, control, SQL), so that none keeps its own copy.
+//
+// All calls are best effort and report failure by their result ("" / false / empty); none throws
+// or aborts, so a test states what it expected with its own assertion.
+#ifndef HUSHTRACE_TESTS_SUPPORT_FILES_H_
+#define HUSHTRACE_TESTS_SUPPORT_FILES_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hush::testsupport {
+
+// A fresh empty directory `$TMPDIR/hush_<tag>.XXXXXX` (TMPDIR unset: /tmp), as a canonical path
+// (the CLI makes relative outputs absolute from getcwd(), which returns canonical paths). "" when
+// it cannot be made.
+std::string MakeTempDir(const std::string& tag);
+// Removes `path` and, for a directory, everything under it, without following symbolic links.
+void RemoveTree(const std::string& path);
+// True if `path` names anything, a dangling symbolic link included (lstat).
+bool Exists(const std::string& path);
+// The whole file; "" if it cannot be opened.
+std::string ReadFile(const std::string& path);
+// Creates or truncates `path` (0600) and writes `content` whole; false on any failure.
+bool WriteFile(const std::string& path, std::string_view content);
+// The names in directory `dir` (not recursive), without "." and ".."; empty if unreadable.
+std::vector<std::string> ListDir(const std::string& dir);
+
+}  // namespace hush::testsupport
+
+#endif  // HUSHTRACE_TESTS_SUPPORT_FILES_H_
