@@ -44,6 +44,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/errno_message.h"
 #include "base/unique_fd.h"
 #include "patch/arch/arch.h"
 #include "patch/trap.h"
@@ -80,10 +81,6 @@ void AfterStep(int step) {
   if (g_step_hook != nullptr) g_step_hook(step);
 }
 
-std::string Errno(const char* what, int err) {
-  return std::string(what) + ": " + std::strerror(err);
-}
-
 void Fail(const std::string& why) {
   if (!g_failed.exchange(true, std::memory_order_relaxed)) {
     std::fprintf(stderr,
@@ -118,7 +115,7 @@ bool EnsureSyncCore(std::string* why) {
     const int err = errno;
     if (!arch::ExpeditedMembarrierSynchronizes() ||
         Membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) != 0) {
-      *why = Errno("membarrier SYNC_CORE registration", err);
+      *why = base::ErrnoMessage("membarrier SYNC_CORE registration", err);
       return false;
     }
     g_sync_cmd = MEMBARRIER_CMD_PRIVATE_EXPEDITED;
@@ -141,7 +138,7 @@ void Sync() {
   if (errno == EPERM && Membarrier(g_sync_register_cmd) == 0 && Membarrier(g_sync_cmd) == 0) {
     return;
   }
-  Fail(Errno("membarrier SYNC_CORE", errno));
+  Fail(base::ErrnoMessage("membarrier SYNC_CORE", errno));
 }
 
 // Why sites could not be written, for the warning.
@@ -159,7 +156,7 @@ bool OpenProcMem(std::string* why) {
   // One inherited from the parent writes the parent's memory: replaced, and closed here.
   const base::UniqueFd inherited(std::exchange(g_mem_fd, ::open("/proc/self/mem", O_RDWR | O_CLOEXEC)));
   g_mem_pid = pid;
-  if (g_mem_fd < 0) *why = Errno("/proc/self/mem", errno);
+  if (g_mem_fd < 0) *why = base::ErrnoMessage("/proc/self/mem", errno);
   return g_mem_fd >= 0;
 }
 
@@ -211,7 +208,7 @@ std::vector<PageRun> PrepareText(std::vector<Work>& work, std::size_t size, Reas
                             PROT_READ | PROT_WRITE | PROT_EXEC) == 0;
     if (!r.writable && !any_refused) {
       any_refused = true;
-      why->mprotect = Errno("mprotect", errno);
+      why->mprotect = base::ErrnoMessage("mprotect", errno);
     }
   }
   const bool have_mem = any_refused && OpenProcMem(&why->mem);
@@ -327,7 +324,7 @@ bool RunBatch(std::vector<Work>& work) {
     // 2. Trap opcode on byte 0. A site whose byte cannot be written is left as it was.
     for (Work& w : work) {
       if (w.method != Method::kSkip && !WriteText(w.method, w.addr, arch::TrapOpcode(), head)) {
-        if (why.mem.empty()) why.mem = Errno("/proc/self/mem", errno);
+        if (why.mem.empty()) why.mem = base::ErrnoMessage("/proc/self/mem", errno);
         w.method = Method::kSkip;
       }
     }
@@ -338,7 +335,7 @@ bool RunBatch(std::vector<Work>& work) {
       if (w.method != Method::kSkip &&
           !WriteText(w.method, w.addr + head, w.bytes + head, size - head)) {
         std::memcpy(w.bytes, w.old_head, head);
-        if (why.mem.empty()) why.mem = Errno("/proc/self/mem", errno);
+        if (why.mem.empty()) why.mem = base::ErrnoMessage("/proc/self/mem", errno);
         w.failed = true;
       }
     }
@@ -352,7 +349,7 @@ bool RunBatch(std::vector<Work>& work) {
     if (!WriteText(w.method, w.addr, w.bytes, head)) {
       // Only reachable for one-store sites (a failed step 2 skips the others): the site keeps
       // its old instruction.
-      if (why.mem.empty()) why.mem = Errno("/proc/self/mem", errno);
+      if (why.mem.empty()) why.mem = base::ErrnoMessage("/proc/self/mem", errno);
       w.failed = true;
     }
     written += w.failed ? 0 : 1;

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "base/dir_stream.h"
+#include "base/errno_message.h"
 #include "base/unique_fd.h"
 #include "format/numbered_name.h"
 #include "format/packet.h"
@@ -60,7 +61,7 @@ auto Get(const T& v) {
   }
 }
 
-std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
+using base::ErrnoMessage;
 std::string At(const std::string& file, std::uint64_t offset) {
   return file + ": byte " + std::to_string(offset) + ": ";
 }
@@ -133,7 +134,7 @@ OpenRing OpenRingFile(int ring_dirfd, const std::string& name, const std::string
   r->index = index;
   Fd fd(::openat(ring_dirfd, name.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
   if (!fd) {
-    *error = Errno(path + ": cannot open");
+    *error = ErrnoMessage(path + ": cannot open");
     return OpenRing::kError;
   }
   struct stat st;
@@ -151,7 +152,7 @@ OpenRing OpenRingFile(int ring_dirfd, const std::string& name, const std::string
   }
   void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
   if (p == MAP_FAILED) {
-    *error = Errno(path + ": cannot map");
+    *error = ErrnoMessage(path + ": cannot map");
     return OpenRing::kError;
   }
   r->map = static_cast<const std::uint8_t*>(p);
@@ -702,7 +703,7 @@ bool RecoverRing(const RingContext& ctx, const RingFile& r, RingReport* rep) {
   Fd fd(::openat(ctx.dirfd, stream_name.c_str(),
                  (dry ? O_RDONLY : O_RDWR) | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
   if (!fd && errno != ENOENT) {
-    rep->error = Errno(stream_path + ": cannot open");
+    rep->error = ErrnoMessage(stream_path + ": cannot open");
     return false;
   }
   std::uint64_t size = 0;
@@ -771,14 +772,14 @@ bool RecoverRing(const RingContext& ctx, const RingFile& r, RingReport* rep) {
   if (!dry && !fd && need_file) {
     fd = Fd(::openat(ctx.dirfd, stream_name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!fd) {
-      rep->error = Errno(stream_path + ": cannot create");
+      rep->error = ErrnoMessage(stream_path + ": cannot create");
       return false;
     }
     rep->notes.push_back(stream_path + " was missing; created");
   }
   if (!dry && cut < size) {
     if (::ftruncate(fd.get(), static_cast<off_t>(cut)) != 0) {
-      rep->error = Errno(stream_path + ": cannot truncate to " + Num(cut) + " bytes");
+      rep->error = ErrnoMessage(stream_path + ": cannot truncate to " + Num(cut) + " bytes");
       return false;
     }
   }
@@ -802,7 +803,7 @@ bool RecoverRing(const RingContext& ctx, const RingFile& r, RingReport* rep) {
     if (!dry) {
       if (const int err = WriteAllAt(fd.get(), out, len, pos); err != 0) {
         errno = err;
-        rep->error = Errno(At(stream_path, pos) + "cannot write");
+        rep->error = ErrnoMessage(At(stream_path, pos) + "cannot write");
         return false;
       }
     }
@@ -829,7 +830,7 @@ bool RecoverRing(const RingContext& ctx, const RingFile& r, RingReport* rep) {
     if (!dry) {
       if (const int err = WriteAllAt(fd.get(), out, kPacketHeaderSize, pos); err != 0) {
         errno = err;
-        rep->error = Errno(At(stream_path, pos) + "cannot write");
+        rep->error = ErrnoMessage(At(stream_path, pos) + "cannot write");
         return false;
       }
     }
@@ -845,7 +846,7 @@ bool RecoverRing(const RingContext& ctx, const RingFile& r, RingReport* rep) {
   }
   if (!dry && fd && (wrote_any || cut < size)) {
     if (::fsync(fd.get()) != 0) {
-      rep->error = Errno(stream_path + ": fsync");
+      rep->error = ErrnoMessage(stream_path + ": fsync");
       return false;
     }
   }
@@ -890,7 +891,7 @@ bool ReadMetadata(int dirfd, const std::string& path, std::string* text, std::st
     *error = errno == ENOENT
                  ? path + " is missing: the trace cannot be recovered (the event layouts, the clock and "
                           "the trace uuid are only there)"
-                 : Errno(path + ": cannot open");
+                 : ErrnoMessage(path + ": cannot open");
     return false;
   }
   struct stat st;
@@ -901,7 +902,7 @@ bool ReadMetadata(int dirfd, const std::string& path, std::string* text, std::st
   }
   text->resize(static_cast<std::size_t>(st.st_size));
   if (!ReadAllAt(fd.get(), reinterpret_cast<std::uint8_t*>(text->data()), text->size(), 0)) {
-    *error = Errno(path + ": cannot read");
+    *error = ErrnoMessage(path + ": cannot read");
     return false;
   }
   return true;
@@ -962,14 +963,14 @@ bool Recover(const std::string& dir, const Options& options, Report* report) {
   report->dir = dir;
   Fd dirfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!dirfd) {
-    report->error = Errno("cannot open the trace directory " + dir);
+    report->error = ErrnoMessage("cannot open the trace directory " + dir);
     return false;
   }
   const std::string metadata_path = dir + "/metadata";
   Fd ring_dirfd(::openat(dirfd.get(), ".ring", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!ring_dirfd) {
     if (errno != ENOENT) {
-      report->error = Errno("cannot open " + dir + "/.ring");
+      report->error = ErrnoMessage("cannot open " + dir + "/.ring");
       return false;
     }
     if (::faccessat(dirfd.get(), "metadata", F_OK, AT_SYMLINK_NOFOLLOW) != 0) {
@@ -1005,7 +1006,7 @@ bool Recover(const std::string& dir, const Options& options, Report* report) {
   {
     base::DirStream list = base::DirStream::Of(ring_dirfd.get());
     if (!list) {
-      report->error = Errno("cannot list " + dir + "/.ring");
+      report->error = ErrnoMessage("cannot list " + dir + "/.ring");
       return false;
     }
     while (const char* name = list.Next()) {
@@ -1085,7 +1086,7 @@ bool Recover(const std::string& dir, const Options& options, Report* report) {
     if (ok && ::unlinkat(dirfd.get(), ".ring", AT_REMOVEDIR) == 0) {
       report->rings_removed = true;
     } else if (ok) {
-      report->notes.push_back(Errno("kept " + dir + "/.ring"));
+      report->notes.push_back(ErrnoMessage("kept " + dir + "/.ring"));
     }
     ::fsync(dirfd.get());
   }
