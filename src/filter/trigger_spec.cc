@@ -24,7 +24,10 @@ bool ParseTrigger(std::string_view text, TriggerSpec* out, std::string* error) {
     *error = "snapshot-on '" + spec.text + "': " + why;
     return false;
   };
-  const std::size_t cut = text.find_first_of(">[");
+  std::size_t cut = text.find_first_of(">[");
+  // func:NAME>D: the last '>' (a demangled name may hold some); a field condition keeps the first.
+  const bool function = Trim(text).substr(0, 5) == "func:";
+  if (function && cut != std::string_view::npos && text[cut] == '>') cut = text.rfind('>');
   spec.glob = std::string(Trim(text.substr(0, cut)));
   if (spec.glob.empty()) return fail("no event pattern before '>' or '['");
   if (cut == std::string_view::npos) {
@@ -34,6 +37,10 @@ bool ParseTrigger(std::string_view text, TriggerSpec* out, std::string* error) {
   std::string_view rest = Trim(text.substr(cut + 1));
   if (text[cut] == '>') {
     spec.kind = TriggerSpec::Kind::kDuration;
+    if (function) {
+      spec.function = std::string(Trim(std::string_view(spec.glob).substr(5)));
+      if (spec.function.empty()) return fail("no function pattern after 'func:'");
+    }
     if (!rest.empty() && rest.front() == 'p') {
       // p99.9: at most two decimals, 50 <= percent <= 99.99 (warm-up grows as 10 / (1 - q)).
       const std::string_view digits = rest.substr(1);

@@ -12,7 +12,9 @@
 //      counted (docs/architecture.md, "Function tracing"). Anything else -> left alone.
 //   4. target: a per-function stub (16 bytes, in an arena mapped within 2 GiB of the module) that
 //      loads the body's address and jumps to the trampoline; the entry becomes a jmp to it, so
-//      no return address is pushed (docs/architecture.md, "Function tracing").
+//      no return address is pushed (docs/architecture.md, "Function tracing"). A function that
+//      also matches a trigger's glob (Options::triggers) is marked: its stub jumps to the marked
+//      trampoline instead (the arena's second pointer), and its marks join g_marks.
 // All selected entries of all new modules go to src/patch in one batch.
 #include <cxxabi.h>
 #include <dirent.h>
@@ -68,6 +70,10 @@ struct State {
   std::vector<patch::CodeSite> patched;   // entries currently patched (their jump bytes)
   std::vector<std::uintptr_t> stub_arenas;                    // never unmapped
   std::unordered_map<std::uintptr_t, std::uintptr_t> stub_of;  // entry -> its stub
+  std::unordered_map<std::uintptr_t, std::uintptr_t> marked_stub_of;  // entry -> its marked stub
+  std::vector<std::vector<std::string>> trigger_globs;  // Options::triggers' globs, one each
+  std::vector<Mark> marks;       // of this session, as g_marks publishes them (sorted there)
+  std::uint64_t marked = 0;      // patched entries that are marked
   std::uint64_t entries = 0, refused_split = 0, converted_split = 0;
   double last_batch_us = 0;
   bool last_batch_preempted = false;
@@ -230,22 +236,27 @@ std::uintptr_t MapNear(std::uintptr_t lo, std::uintptr_t hi, std::size_t bytes) 
 }
 
 // Gives every entry of `entries` (all in [lo, hi)) its stub (patch/arch: EncodeEntryStub) in a
-// new arena mapped near the module: the trampoline's address at offset 0, then the stubs. An
-// arena is written once and made read+execute before any entry jumps to it (never changed
-// again, never unmapped: a thread may be inside a stub long after its entry was restored).
-bool MakeStubs(std::uintptr_t lo, std::uintptr_t hi, const std::vector<std::uintptr_t>& entries) {
+// new arena mapped near the module: the trampoline's address at offset 0, the marked
+// trampoline's at 8, then the stubs (`marked`: stubs to the marked one). An arena is written
+// once and made read+execute before any entry jumps to it (never changed again, never unmapped:
+// a thread may be inside a stub long after its entry was restored).
+bool MakeStubs(std::uintptr_t lo, std::uintptr_t hi, const std::vector<std::uintptr_t>& entries,
+               bool marked) {
   const std::size_t stub_size = patch::arch::EntryStubSize();
   const std::uintptr_t page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
   const std::size_t bytes = (stub_size * (entries.size() + 1) + page - 1) & ~(page - 1);
   const std::uintptr_t arena = MapNear(lo, hi, bytes);
   if (arena == 0) return false;
-  const auto trampoline = reinterpret_cast<std::uintptr_t>(&hush_ftrace_entry);
-  std::memcpy(reinterpret_cast<void*>(arena), &trampoline, sizeof trampoline);
+  const std::uintptr_t trampolines[2] = {reinterpret_cast<std::uintptr_t>(&hush_ftrace_entry),
+                                         reinterpret_cast<std::uintptr_t>(&hush_ftrace_entry_marked)};
+  static_assert(sizeof trampolines <= 16);  // both before the first stub (EntryStubSize() 16)
+  std::memcpy(reinterpret_cast<void*>(arena), trampolines, sizeof trampolines);
+  const std::uintptr_t slot = arena + (marked ? sizeof(std::uintptr_t) : 0);
   std::vector<std::pair<std::uintptr_t, std::uintptr_t>> made;
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const std::uintptr_t stub = arena + stub_size * (i + 1);
     const std::uintptr_t body = entries[i] + patch::arch::SiteSize();
-    if (!patch::arch::EncodeEntryStub(stub, body, arena, reinterpret_cast<std::uint8_t*>(stub))) {
+    if (!patch::arch::EncodeEntryStub(stub, body, slot, reinterpret_cast<std::uint8_t*>(stub))) {
       ::munmap(reinterpret_cast<void*>(arena), bytes);
       return false;
     }
@@ -256,8 +267,17 @@ bool MakeStubs(std::uintptr_t lo, std::uintptr_t hi, const std::vector<std::uint
     return false;
   }
   St().stub_arenas.push_back(arena);
-  St().stub_of.insert(made.begin(), made.end());
+  (marked ? St().marked_stub_of : St().stub_of).insert(made.begin(), made.end());
   return true;
+}
+
+// The name a person reads: demangled when it is a C++ symbol, else as stored.
+std::string Demangled(const std::string& mangled) {
+  if (mangled.rfind("_Z", 0) != 0) return mangled;
+  int status = 0;
+  std::unique_ptr<char, decltype(&std::free)> d(
+      abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status), &std::free);
+  return status == 0 && d != nullptr ? std::string(d.get()) : mangled;
 }
 
 // Globs against one symbol's names.
@@ -291,9 +311,13 @@ class Selector {
   bool all_ = false;
 };
 
-// Adds the selected entries of module `m` to `out`. Returns whether it has entries at all.
-bool SelectEntries(const LoadedModule& m, const Selector& sel, bool single_threaded,
-                   std::vector<patch::CodeSite>* out, std::string* warning) {
+// The triggers (indices into Options::triggers) whose globs match one symbol's names.
+using TriggerHits = std::vector<std::uint32_t>;
+
+// Adds the selected entries of module `m` to `out`, and the marks of those that a trigger's
+// selector of `triggers` matches to St().marks. Returns whether it has entries at all.
+bool SelectEntries(const LoadedModule& m, const Selector& sel, const std::vector<Selector>& triggers,
+                   bool single_threaded, std::vector<patch::CodeSite>* out, std::string* warning) {
   std::string error;
   std::unique_ptr<elf::ElfFile> file = elf::ElfFile::Open(m.path, &error);
   if (!file) return false;  // not a file we can read (e.g. deleted): nothing to trace there
@@ -314,7 +338,7 @@ bool SelectEntries(const LoadedModule& m, const Selector& sel, bool single_threa
     *warning = error;
     return true;
   }
-  std::vector<std::uintptr_t> selected_entries;
+  std::vector<std::pair<std::uintptr_t, std::size_t>> selected_entries;  // (entry, its symbol)
   std::vector<std::uint8_t> verdict(syms.size(), 2);  // 2 unknown, 1 selected, 0 not
   for (const auto& [entries, count] : arrays) {
     for (std::size_t k = 0; k < count; ++k) {
@@ -351,25 +375,66 @@ bool SelectEntries(const LoadedModule& m, const Selector& sel, bool single_threa
       } else if (kind != patch::arch::EntryKind::kNop) {
         continue;
       }
-      selected_entries.push_back(addr);
+      selected_entries.emplace_back(addr, static_cast<std::size_t>(it - syms.begin()));
     }
   }
-  std::vector<std::uintptr_t> need;
-  for (std::uintptr_t addr : selected_entries) {
-    if (St().stub_of.count(addr) == 0) need.push_back(addr);
+  // Marks: the triggers each selected entry's symbol matches (only when there are triggers).
+  std::vector<TriggerHits> hits(selected_entries.size());
+  if (!triggers.empty()) {
+    std::unordered_map<std::size_t, TriggerHits> by_symbol;
+    for (std::size_t i = 0; i < selected_entries.size(); ++i) {
+      const std::size_t sym = selected_entries[i].second;
+      auto [found, fresh] = by_symbol.try_emplace(sym);
+      if (fresh) {
+        for (std::uint32_t t = 0; t < triggers.size(); ++t) {
+          if (triggers[t].Matches(syms[sym].name)) found->second.push_back(t);
+        }
+      }
+      hits[i] = found->second;
+    }
   }
-  if (!need.empty() && !MakeStubs(m.text_lo, m.text_hi, need)) {
+  std::vector<std::uintptr_t> need, need_marked;
+  for (std::size_t i = 0; i < selected_entries.size(); ++i) {
+    const std::uintptr_t addr = selected_entries[i].first;
+    if (hits[i].empty() ? St().stub_of.count(addr) == 0 : St().marked_stub_of.count(addr) == 0) {
+      (hits[i].empty() ? need : need_marked).push_back(addr);
+    }
+  }
+  if ((!need.empty() && !MakeStubs(m.text_lo, m.text_hi, need, false)) ||
+      (!need_marked.empty() && !MakeStubs(m.text_lo, m.text_hi, need_marked, true))) {
     *warning = m.path + ": no memory for its entry stubs within 2 GiB of its code";
     return true;
   }
-  for (std::uintptr_t addr : selected_entries) {
+  const TriggerHooks& hooks = St().options.hooks;
+  for (std::size_t i = 0; i < selected_entries.size(); ++i) {
+    const std::uintptr_t addr = selected_entries[i].first;
+    const bool marked = !hits[i].empty();
     patch::CodeSite site;
     site.addr = addr;
     site.resume = addr + patch::arch::SiteSize();
-    if (!patch::arch::EncodeJump(addr, St().stub_of.at(addr), site.bytes)) continue;
+    const std::uintptr_t stub = (marked ? St().marked_stub_of : St().stub_of).at(addr);
+    if (!patch::arch::EncodeJump(addr, stub, site.bytes)) continue;
     out->push_back(site);
+    if (!marked) continue;
+    ++St().marked;
+    const std::string name = Demangled(syms[selected_entries[i].second].name);
+    for (const std::uint32_t t : hits[i]) {
+      void* state = hooks.make_state(hooks.context, St().options.triggers[t].spec, name.c_str(), addr);
+      if (state != nullptr) St().marks.push_back({addr, hooks.generation, state});
+    }
   }
   return true;
+}
+
+// Publishes St().marks as the table hush_ftrace_exit_marked reads (shadow.h, g_marks). The one
+// it replaces is never freed.
+void PublishMarks() {
+  auto* table = new MarkTable();
+  table->on_return = St().options.hooks.on_return;
+  table->marks = St().marks;
+  std::sort(table->marks.begin(), table->marks.end(),
+            [](const Mark& a, const Mark& b) { return a.entry < b.entry; });
+  g_marks.store(table, std::memory_order_release);
 }
 
 // Scans modules not seen yet, patches their selected entries in one batch, writes their map.
@@ -377,6 +442,11 @@ bool SelectEntries(const LoadedModule& m, const Selector& sel, bool single_threa
 void ScanNew() {
   const std::vector<LoadedModule> loaded = LoadedModules();
   const Selector sel(St().options.globs);
+  std::vector<Selector> triggers;
+  for (std::size_t t = 0; t < St().options.triggers.size(); ++t) {
+    triggers.emplace_back(St().trigger_globs[t]);
+  }
+  const std::size_t marks_before = St().marks.size();
   const std::uint64_t refused_before = St().refused_split;
   bool single_threaded = true;
   bool threads_checked = false;
@@ -391,7 +461,7 @@ void ScanNew() {
     std::string warning;
     Module mod;
     mod.loaded = m;
-    mod.has_entries = SelectEntries(m, sel, single_threaded, &batch, &warning);
+    mod.has_entries = SelectEntries(m, sel, triggers, single_threaded, &batch, &warning);
     if (!warning.empty()) std::fprintf(stderr, "hushtrace: function tracing: %s\n", warning.c_str());
     St().modules.push_back(std::move(mod));
     if (St().modules.back().has_entries) new_modules.push_back(St().modules.size() - 1);
@@ -404,6 +474,8 @@ void ScanNew() {
                  "-pg -mfentry -mnop-mcount -mrecord-mcount)\n",
                  static_cast<unsigned long long>(St().refused_split - refused_before));
   }
+  // Before the entries jump to the marked stubs: a marked call finds its marks.
+  if (St().marks.size() != marks_before) PublishMarks();
   if (!batch.empty()) {
     patch::PrepareCode(batch);  // not part of the batch's time: nothing is rewritten yet
     TimedWriteCode(batch);
@@ -437,6 +509,12 @@ bool Start(const Options& options, std::string* error) {
   }
   RegisterEvents();
   St().options = options;
+  St().trigger_globs.clear();
+  for (const FunctionTrigger& t : options.triggers) St().trigger_globs.push_back({t.glob});
+  if (options.hooks.make_state == nullptr) St().options.triggers.clear();
+  St().marks.clear();  // the last session's: its states are gone with it
+  St().marked = 0;
+  if (g_marks.load(std::memory_order_relaxed) != nullptr) PublishMarks();
   g_settings.max_depth.store(options.depth == 0 ? kCapacity : std::min(options.depth, kCapacity),
                              std::memory_order_relaxed);
   g_settings.min_ticks.store(options.min_duration_ticks, std::memory_order_relaxed);
@@ -461,6 +539,9 @@ void ForgetModule(std::uintptr_t base, const std::string& path) {
     const std::uintptr_t lo = it->loaded.text_lo, hi = it->loaded.text_hi;
     std::erase_if(St().patched,
                   [&](const patch::CodeSite& s) { return s.addr >= lo && s.addr < hi; });
+    const std::size_t marks = St().marks.size();
+    std::erase_if(St().marks, [&](const Mark& k) { return k.entry >= lo && k.entry < hi; });
+    if (St().marks.size() != marks) PublishMarks();
     modules.erase(it);
     return;
   }
@@ -487,6 +568,7 @@ void Stop() {
   }
   TimedWriteCode(batch);
   St().patched.clear();
+  St().marked = 0;
   if (std::uint64_t n = g_overflow.load(std::memory_order_relaxed)) {
     std::fprintf(stderr,
                  "hushtrace: %llu calls deeper than the shadow stack (%u frames) were not traced\n",
@@ -500,6 +582,7 @@ Stats GetStats() {
   for (const Module& m : St().modules) s.modules += m.has_entries ? 1 : 0;
   s.entries = St().entries;
   s.patched = St().patched.size();
+  s.marked = St().marked;
   s.refused_split = St().refused_split;
   s.converted_split = St().converted_split;
   s.overflow = g_overflow.load(std::memory_order_relaxed);

@@ -21,10 +21,41 @@
 
 namespace hush::functrace {
 
+// Duration triggers on function calls (`--snapshot-on 'func:NAME>5ms'`, filter/trigger_spec.h):
+// the session's side of them (docs/architecture.md, "Function triggers").
+//
+// A traced function whose names also match a trigger's glob is *marked* when its entry is
+// patched (Start, Rescan): its entry jumps to a stub that goes to the marked trampoline
+// (hush_ftrace_entry_marked, the same fast path as the other one), whose calls return through
+// hush_ftrace_return_marked, which always takes the C++ exit (hush_ftrace_exit_marked): func:exit
+// (or func:call) as usual, then `on_return` with the frame's entry time and the exit's. Functions
+// that are not marked run exactly the code they ran before triggers existed; nothing on their
+// entry or exit looks at marks.
+struct FunctionTrigger {
+  std::string glob;        // over the function's names, as Options::globs
+  std::uint32_t spec = 0;  // the session's number for it, handed to make_state
+};
+struct TriggerHooks {
+  void* context = nullptr;
+  std::uint64_t generation = 0;  // the session's: handed to on_return with each state
+  // Under functrace's mutex, once per marked function and trigger: the session's per-function
+  // state of `spec` (threshold, percentile estimate, name), kept by the session while it lives.
+  // `name` is the function's demangled name (its symbol when not mangled). nullptr: not marked.
+  void* (*make_state)(void* context, std::uint32_t spec, const char* name, std::uintptr_t entry);
+  // On the traced thread, after the exit event of a marked function's call was committed, with
+  // the thread inside an event (ThreadWriter::nesting raised: session/writers.h's grace period
+  // covers it): `generation` and `state` as given when the function was marked (the session
+  // checks the generation is its own before it touches `state`); times in cycles.
+  void (*on_return)(std::uint64_t generation, void* state, std::uint64_t entry_ts,
+                    std::uint64_t exit_ts);
+};
+
 struct Options {
   std::vector<std::string> globs;  // over function names (mangled, demangled, demangled w/o args)
   std::uint32_t depth = 0;         // 0: as deep as the shadow stack goes
   std::uint64_t min_duration_ticks = 0;  // 0: every call; else only calls at least this long
+  std::vector<FunctionTrigger> triggers;  // marks (see above); none: no function is marked
+  TriggerHooks hooks;                     // set when `triggers` is not empty
 };
 
 // Start and Stop are weak references: only the shared runtime defines them (src/CMakeLists.txt);
@@ -47,6 +78,7 @@ struct Stats {
   std::uint64_t modules = 0;          // modules with patchable entries
   std::uint64_t entries = 0;          // patchable entries seen
   std::uint64_t patched = 0;          // entries currently patched
+  std::uint64_t marked = 0;           // of these, marked by a trigger (see FunctionTrigger)
   std::uint64_t refused_split = 0;    // gcc five-NOP entries refused (other threads were running)
   std::uint64_t converted_split = 0;  // gcc five-NOP entries rewritten while single-threaded
   std::uint64_t overflow = 0;         // calls untraced because the shadow stack was full

@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +19,7 @@ namespace hush::functrace {
 
 Settings g_settings;
 thread_local Shadow* t_shadow = nullptr;
+std::atomic<const MarkTable*> g_marks{nullptr};
 std::atomic<std::uint64_t> g_overflow{0};
 std::atomic<std::uint64_t> g_unmatched{0};
 
@@ -103,16 +105,28 @@ inline void EmitWords(const std::uint64_t (&v)[N], std::uint64_t* ts_out) {
   internal::LeaveEvent(w, nesting);
 }
 
-inline void EmitExit(const Frame& f, std::uint64_t min_ticks) {
+template <bool kTimed>
+inline std::uint64_t EmitExitImpl(const Frame& f, std::uint64_t min_ticks) {
+  std::uint64_t ts = 0;
   if (min_ticks == 0) {
     const std::uint64_t v[1] = {f.site};
-    EmitWords<ExitSpec>(v, nullptr);
-    return;
+    EmitWords<ExitSpec>(v, kTimed ? &ts : nullptr);
+    return ts;
   }
   // Dropped without a trace when short: the entry was never written.
-  if (internal::ReadCycleCounter() - f.ts < min_ticks) return;
+  ts = internal::ReadCycleCounter();
+  if (ts - f.ts < min_ticks) return ts;
   const std::uint64_t v[2] = {f.site, f.ts};
   EmitWords<CallSpec>(v, nullptr);
+  return ts;
+}
+
+inline void EmitExit(const Frame& f, std::uint64_t min_ticks) { EmitExitImpl<false>(f, min_ticks); }
+
+// The same, returning the exit's time (its event's timestamp, or the clock's when none is
+// written): the exit of a marked function.
+inline std::uint64_t EmitExitTimed(const Frame& f, std::uint64_t min_ticks) {
+  return EmitExitImpl<true>(f, min_ticks);
 }
 
 // Pops frames [to, top) emitting their exits, innermost first. Returns frames[to].ret.
@@ -147,15 +161,27 @@ void EmitModule(const char* path, const char* build_id, std::uint64_t base) {
   HUSH_TRACE(func, module, path, build_id, base);
 }
 
+namespace {
+
+// The return thunk of Frame::restored 1 and 2.
+std::uintptr_t Thunk(std::uint32_t restored) {
+  return restored == 2 ? reinterpret_cast<std::uintptr_t>(&hush_ftrace_return_marked)
+                       : reinterpret_cast<std::uintptr_t>(&hush_ftrace_return);
+}
+
+}  // namespace
+
 void RestoreForUnwind() {
   Shadow* s = t_shadow;
   if (s == nullptr || s == kDead) return;
-  const auto thunk = reinterpret_cast<std::uintptr_t>(&hush_ftrace_return);
   for (std::uint32_t i = 0; i < s->top; ++i) {
     Frame& f = s->frames[i];
-    if (f.restored == 0 && *f.slot == thunk) {
-      *f.slot = f.ret;
-      f.restored = 1;
+    if (f.restored != 0) continue;
+    for (const std::uint32_t kind : {1u, 2u}) {
+      if (*f.slot == Thunk(kind)) {
+        *f.slot = f.ret;
+        f.restored = kind;
+      }
     }
   }
 }
@@ -173,11 +199,10 @@ void ResumeAfterCatch(std::uintptr_t catcher_sp, bool rehijack) {
     s->top = to;
   }
   if (!rehijack) return;
-  const auto thunk = reinterpret_cast<std::uintptr_t>(&hush_ftrace_return);
   for (std::uint32_t i = 0; i < s->top; ++i) {
     Frame& f = s->frames[i];
     if (f.restored != 0 && *f.slot == f.ret) {
-      *f.slot = thunk;
+      *f.slot = Thunk(f.restored);
       f.restored = 0;
     }
   }
@@ -220,9 +245,12 @@ extern "C" [[gnu::visibility("hidden")]] int hush_ftrace_enter(std::uintptr_t bo
   return 1;
 }
 
-extern "C" [[gnu::visibility("hidden")]] std::uintptr_t hush_ftrace_exit(std::uintptr_t sp) {
-  using namespace hush::functrace;
-  Shadow* s = t_shadow;
+namespace hush::functrace {
+namespace {
+
+// The frame of the return at `sp` (the thunk's stack pointer): frames[index - 1], the frames
+// above it (left by longjmp or unwinding) counted. Aborts when there is none.
+std::uint32_t FrameOfReturn(Shadow* s, std::uintptr_t sp) {
   auto* const slot = reinterpret_cast<std::uintptr_t*>(sp - sizeof(std::uintptr_t));
   std::uint32_t i = (s == nullptr || s == kDead) ? 0 : s->top;
   // Usually the top frame; frames above the match were left by longjmp or unwinding.
@@ -234,5 +262,52 @@ extern "C" [[gnu::visibility("hidden")]] std::uintptr_t hush_ftrace_exit(std::ui
     std::abort();
   }
   if (i != s->top) g_unmatched.fetch_add(s->top - i, std::memory_order_relaxed);
-  return PopTo(s, i - 1);
+  return i;
+}
+
+// The marks of the function entered at `entry`, each handed the call's times; inside an event
+// (functrace.h, TriggerHooks::on_return), not nested in another.
+[[gnu::noinline]] void RunMarks(std::uintptr_t entry, std::uint64_t entry_ts, std::uint64_t exit_ts) {
+  // Acquire: pairs with the release that published the table (discover.cc); its marks are whole.
+  const MarkTable* table = g_marks.load(std::memory_order_acquire);
+  if (table == nullptr || table->on_return == nullptr) return;
+  const auto& marks = table->marks;
+  auto it = std::lower_bound(marks.begin(), marks.end(), entry,
+                             [](const Mark& m, std::uintptr_t e) { return m.entry < e; });
+  if (it == marks.end() || it->entry != entry) return;  // marked by a table since replaced
+  internal::ThreadWriter& w = internal::tls_writer;
+  const std::uint32_t nesting = internal::EnterEvent(w);
+  if (nesting == 0) {
+    for (; it != marks.end() && it->entry == entry; ++it) {
+      table->on_return(it->generation, it->state, entry_ts, exit_ts);
+    }
+  }
+  internal::LeaveEvent(w, nesting);
+}
+
+}  // namespace
+}  // namespace hush::functrace
+
+extern "C" [[gnu::visibility("hidden")]] std::uintptr_t hush_ftrace_exit(std::uintptr_t sp) {
+  using namespace hush::functrace;
+  Shadow* s = t_shadow;
+  return PopTo(s, FrameOfReturn(s, sp) - 1);
+}
+
+extern "C" [[gnu::visibility("hidden")]] std::uintptr_t hush_ftrace_exit_marked(std::uintptr_t sp) {
+  using namespace hush::functrace;
+  Shadow* s = t_shadow;
+  const std::uint32_t i = FrameOfReturn(s, sp);
+  // Frames left above it end first, as PopTo does (their marks are not run: their returns were
+  // skipped, so their durations are not calls').
+  const std::uint64_t min_ticks = g_settings.min_ticks.load(std::memory_order_relaxed);
+  for (std::uint32_t j = s->top; j-- > i;) EmitExit(s->frames[j], min_ticks);
+  const Frame& f = s->frames[i - 1];
+  const std::uint64_t exit_ts = EmitExitTimed(f, min_ticks);
+  const std::uintptr_t ret = f.ret, entry = f.site;
+  const std::uint64_t entry_ts = f.ts;
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // read the frame before releasing it
+  s->top = i - 1;
+  RunMarks(entry, entry_ts, exit_ts);
+  return ret;
 }

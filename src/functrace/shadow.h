@@ -25,6 +25,7 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace hush::functrace {
 
@@ -35,7 +36,9 @@ struct Frame {
   std::uintptr_t ret;    // the real return address
   std::uintptr_t site;   // the function's patched entry
   std::uint64_t ts;      // entry time (cycle counter)
-  std::uint32_t restored;  // the slot holds `ret` again (an exception is being thrown)
+  // The slot holds `ret` again (an exception is being thrown): 1, it held hush_ftrace_return;
+  // 2, hush_ftrace_return_marked (the thunk to put back).
+  std::uint32_t restored;
   std::uint32_t pad;
 };
 
@@ -59,6 +62,22 @@ struct Settings {
 // destructor ran. Initial-exec TLS under an assembler name, read by the trampoline's fast paths.
 [[gnu::visibility("hidden")]] extern thread_local Shadow* t_shadow __asm__("hush_ft_shadow")
     __attribute__((tls_model("initial-exec")));
+
+// The marked functions (functrace.h, FunctionTrigger), read by hush_ftrace_exit_marked only:
+// sorted by entry (a function marked by two triggers has two marks), immutable once published.
+// Start and Rescan publish a new table when they mark functions (release); a table replaced is
+// never freed (a thread may still be reading it; one per scan that marks something).
+struct Mark {
+  std::uintptr_t entry;      // the patched entry (Frame::site)
+  std::uint64_t generation;  // TriggerHooks::generation
+  void* state;               // TriggerHooks::make_state's
+};
+struct MarkTable {
+  void (*on_return)(std::uint64_t generation, void* state, std::uint64_t entry_ts,
+                    std::uint64_t exit_ts) = nullptr;
+  std::vector<Mark> marks;
+};
+extern std::atomic<const MarkTable*> g_marks;
 
 extern std::atomic<std::uint64_t> g_overflow;
 extern std::atomic<std::uint64_t> g_unmatched;
@@ -85,12 +104,18 @@ extern "C" {
 // The asm side (patch/arch/x86_64_trampoline.S).
 void hush_ftrace_entry();
 void hush_ftrace_return();
+// The same for marked functions (functrace.h, FunctionTrigger): their stubs go to the first,
+// their calls return to the second.
+void hush_ftrace_entry_marked();
+void hush_ftrace_return_marked();
 // Called by the trampoline: `body` is the address after the patched entry, `slot` the stack slot
 // holding the traced function's return address. 1: a frame was pushed (the trampoline calls
 // the body, so that it returns through the thunk), 0: untraced (it jumps to the body).
 int hush_ftrace_enter(std::uintptr_t body, std::uintptr_t* slot);
 // Called by the return thunk with the stack pointer it was entered with; returns where to go.
 std::uintptr_t hush_ftrace_exit(std::uintptr_t sp);
+// The same for hush_ftrace_return_marked: then the frame's marks (g_marks) get on_return.
+std::uintptr_t hush_ftrace_exit_marked(std::uintptr_t sp);
 }
 
 #endif  // HUSHTRACE_SRC_FUNCTRACE_SHADOW_H_

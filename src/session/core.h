@@ -34,6 +34,7 @@
 #include "filter/filter.h"
 #include "filter/trigger_spec.h"
 #include "format/ctf_metadata.h"
+#include "functrace/functrace.h"
 #include "hushtrace/internal/thread_writer.h"
 #include "hushtrace/session.h"
 #include "registry/registry.h"
@@ -59,6 +60,10 @@ struct TriggerInfo {
   std::uint64_t ts = 0;         // its timestamp (cycles); for a span, its end
   std::uint64_t duration = 0;   // a span's duration (cycles); 0 otherwise
   std::uint64_t threshold = 0;  // the threshold it was beyond (cycles): duration triggers
+  // A function trigger (`func:NAME>5ms`): the function's name (FunctionRule::name, alive with
+  // the Core) and patched entry; nullptr and 0 otherwise. `ts` is then the call's return.
+  const char* function = nullptr;
+  std::uint64_t function_entry = 0;
 };
 
 // A trigger rule of one event id (SessionOptions::snapshot_on parsed, snapshots.cc).
@@ -68,6 +73,16 @@ struct TriggerRule {
   std::uint64_t threshold_cycles = 0;                // kDuration, fixed threshold
   std::unique_ptr<QuantileThreshold> quantile;       // kDuration, adaptive (p99.9)
   std::unique_ptr<filter::Program> condition;        // kField
+};
+
+// The state of one function marked by one function trigger (functrace.h, TriggerHooks):
+// made by functrace when it patches the function, owned by the Core (snapshots.cc).
+struct FunctionRule {
+  std::uint32_t spec = 0;
+  std::uint64_t threshold_cycles = 0;           // fixed threshold
+  std::unique_ptr<QuantileThreshold> quantile;  // adaptive, per function
+  std::string name;
+  std::uintptr_t entry = 0;
 };
 
 // A triggered snapshot being written (snapshot thread only, snapshots.cc).
@@ -153,6 +168,9 @@ class Core final : public ring::Owner {
   // The field filter's verdict on the payload of event `id` (kFilterIdBit cleared). Reads
   // filters_, published before the event's state word (release; the caller's acquire fence).
   bool FilterAccepts(std::uint32_t id, const char* payload, std::size_t size);
+  // The function triggers of snapshot_on (`func:NAME>D`) as functrace takes them, with this
+  // session's hooks; nothing when there are none (snapshots.cc). Before functrace::Start.
+  void FunctionTriggers(functrace::Options* options);
   std::uint64_t clock_hz() const { return calibration_.freq_hz; }
   void WarnOnce(std::atomic<bool>& flag, const char* message);
   // Refined by the consumer thread under mu_ once a session runs: other threads read it under
@@ -177,6 +195,11 @@ class Core final : public ring::Owner {
   bool PrepareTriggers(std::string* error);  // before publishing: parses and checks snapshot_on
   void BindTriggers();                       // after enabling: the rules per event id
   void Fire(const TriggerInfo& info);        // rate limit, hand-off (emitting thread)
+  // functrace's TriggerHooks (snapshots.cc): a marked function's rule; a marked call returned.
+  static void* MakeFunctionRule(void* context, std::uint32_t spec, const char* name,
+                                std::uintptr_t entry);
+  static void OnFunctionReturn(std::uint64_t generation, void* state, std::uint64_t entry_ts,
+                               std::uint64_t exit_ts);
   void BeginSnapshot(const TriggerInfo& info);   // snapshot thread
   void CopySnapshot(OpenSnapshot& s);            // snapshot thread: what the rings hold now
   void FinishSnapshot(OpenSnapshot& s);          // snapshot thread
@@ -258,6 +281,12 @@ class Core final : public ring::Owner {
   // Written by Start() before the state words that send events here (release), then constant.
   std::vector<filter::TriggerSpec> trigger_specs_;
   std::vector<std::vector<TriggerRule>> trigger_rules_;  // per event id
+  // Function triggers: the fixed threshold of each spec in cycles (FunctionTriggers(), then
+  // constant), and the rules functrace makes (under its mutex and function_rules_mu_; a rule
+  // never moves: a deque), read by the threads whose marked calls return.
+  std::vector<std::uint64_t> function_threshold_cycles_;
+  std::mutex function_rules_mu_;
+  std::deque<FunctionRule> function_rules_;
   // Snapshot thread only.
   std::vector<OpenSnapshot> open_snapshots_;
   std::deque<std::string> kept_snapshots_;  // complete, oldest first

@@ -87,6 +87,7 @@ bool StartFunctions(const SessionOptions& o, session::Core& core, std::string* e
   f.min_duration_ticks = static_cast<std::uint64_t>(
       static_cast<double>(o.function_min_duration_ns) * static_cast<double>(core.clock_hz()) / 1e9);
   if (o.function_min_duration_ns != 0 && f.min_duration_ticks == 0) f.min_duration_ticks = 1;
+  core.FunctionTriggers(&f);
   if (!functrace::Start(f, error)) return false;
   // Function tracing fills packets fast, often from signal handlers (any traced function they
   // call): start the writer thread now rather than from the slow path of such a handler, where

@@ -5,6 +5,9 @@
 // Emitting thread (CommitSlow, after the event is committed, so that the snapshot holds it):
 //
 //   OnTriggerEvent   rules of the event id: any event | field condition | span duration
+//   OnFunctionReturn a marked function's call returned (functrace.h, TriggerHooks): its
+//                    duration (exit - entry, both from the shadow stack's frame and the exit
+//                    event) > threshold (fixed or per-function percentile): fire
 //     span begin     push (id, ts) on this thread's open-span stack       (no clock read, no lock)
 //     span end       pop it; duration = ts - begin; > threshold (fixed, or the running
 //                    percentile estimate: quantile_threshold.h): fire
@@ -35,6 +38,7 @@
 #include "format/numbered_name.h"
 #include "session/core.h"
 #include "session/files.h"
+#include "session/writers.h"
 
 namespace hush::session {
 namespace {
@@ -120,6 +124,15 @@ bool Core::PrepareTriggers(std::string* error) {
   const registry::Registry& registry = registry::Global();
   for (const filter::TriggerSpec& spec : trigger_specs_) {
     if (spec.kind == filter::TriggerSpec::Kind::kEvent) continue;  // as an event pattern
+    if (!spec.function.empty()) {
+      // Matched against the functions when functrace patches them (dlopen may add some later).
+      if (options_.functions.empty()) {
+        *error = "snapshot-on '" + spec.text +
+                 "': a function trigger needs function tracing (functions, --functions)";
+        return false;
+      }
+      continue;
+    }
     const std::vector<const registry::Event*> matching = registry.Matching({spec.glob});
     const std::string what = "snapshot-on '" + spec.text + "': ";
     if (matching.empty()) {
@@ -154,7 +167,9 @@ bool Core::PrepareTriggers(std::string* error) {
 void Core::BindTriggers() {
   registry::Registry& registry = registry::Global();
   std::vector<std::string> globs;
-  for (const filter::TriggerSpec& spec : trigger_specs_) globs.push_back(spec.glob);
+  for (const filter::TriggerSpec& spec : trigger_specs_) {
+    if (spec.function.empty()) globs.push_back(spec.glob);
+  }
   registry.Enable(globs);
   trigger_rules_.clear();
   trigger_rules_.resize(registry.events().size());
@@ -165,7 +180,7 @@ void Core::BindTriggers() {
     std::vector<TriggerRule>& rules = trigger_rules_[static_cast<std::size_t>(e->id)];
     for (std::uint32_t k = 0; k < trigger_specs_.size(); ++k) {
       const filter::TriggerSpec& spec = trigger_specs_[k];
-      if (!registry::GlobMatches(spec.glob, name)) continue;
+      if (!spec.function.empty() || !registry::GlobMatches(spec.glob, name)) continue;
       TriggerRule rule;
       rule.spec = k;
       rule.kind = spec.kind;
@@ -223,6 +238,62 @@ void Core::OnTriggerEvent(internal::ThreadWriter& w, std::uint32_t id, const cha
         }
         break;
     }
+  }
+}
+
+void Core::FunctionTriggers(functrace::Options* options) {
+  function_threshold_cycles_.assign(trigger_specs_.size(), 0);
+  for (std::uint32_t k = 0; k < trigger_specs_.size(); ++k) {
+    const filter::TriggerSpec& spec = trigger_specs_[k];
+    if (spec.function.empty()) continue;
+    function_threshold_cycles_[k] = NsToCycles(spec.threshold_ns, calibration_.freq_hz);
+    options->triggers.push_back({spec.function, k});
+  }
+  if (options->triggers.empty()) return;
+  options->hooks.context = this;
+  options->hooks.generation = generation_;
+  options->hooks.make_state = &Core::MakeFunctionRule;
+  options->hooks.on_return = &Core::OnFunctionReturn;
+}
+
+void* Core::MakeFunctionRule(void* context, std::uint32_t spec, const char* name,
+                             std::uintptr_t entry) {
+  Core* core = static_cast<Core*>(context);
+  std::lock_guard<std::mutex> lock(core->function_rules_mu_);
+  FunctionRule& rule = core->function_rules_.emplace_back();
+  rule.spec = spec;
+  rule.name = name;
+  rule.entry = entry;
+  const filter::TriggerSpec& s = core->trigger_specs_[spec];
+  if (s.quantile > 0) {
+    rule.quantile = std::make_unique<QuantileThreshold>(s.quantile);  // per function
+  } else {
+    rule.threshold_cycles = core->function_threshold_cycles_[spec];
+  }
+  return &rule;
+}
+
+void Core::OnFunctionReturn(std::uint64_t generation, void* state, std::uint64_t entry_ts,
+                            std::uint64_t exit_ts) {
+  writers::RegisterThisThread();  // before Active(): the grace period of Stop then sees us
+  Core* core = Active();
+  // A rule of an earlier session (a frame it patched returning now) is gone with its Core.
+  if (core == nullptr || core->generation_ != generation) return;
+  const FunctionRule& rule = *static_cast<const FunctionRule*>(state);
+  TriggerInfo info;
+  info.spec = rule.spec;
+  info.event_id = ~std::uint32_t{0};  // func:exit or func:call (BeginSnapshot names it)
+  info.ts = exit_ts;
+  info.duration = exit_ts > entry_ts ? exit_ts - entry_ts : 1;
+  info.function = rule.name.c_str();
+  info.function_entry = rule.entry;
+  internal::ThreadWriter& w = internal::tls_writer;
+  info.tid = w.ring != nullptr ? static_cast<ring::Ring*>(w.ring)->header().owner_tid.load(std::memory_order_relaxed) : 0;
+  if (rule.quantile) {
+    if (rule.quantile->Exceeds(info.duration, &info.threshold)) core->Fire(info);
+  } else if (info.duration > rule.threshold_cycles) {
+    info.threshold = rule.threshold_cycles;
+    core->Fire(info);
   }
 }
 
@@ -298,10 +369,17 @@ void Core::BeginSnapshot(const TriggerInfo& info) {
     for (const registry::Event* e : registry::Global().EventsWithIds()) {
       if (e->id == info.event_id) event = e->meta.FullName();
     }
+    if (info.function != nullptr) event = options_.function_min_duration_ns != 0 ? "func:call" : "func:exit";
     trace.env_strings = {{"hushtrace_snapshot_trigger", spec.text}, {"hushtrace_snapshot_event", event}};
+    if (info.function != nullptr) {
+      trace.env_strings.emplace_back("hushtrace_snapshot_function", info.function);
+    }
     trace.env_numbers = {{"hushtrace_snapshot_tid", info.tid},
                          {"hushtrace_snapshot_timestamp", info.ts},
                          {"hushtrace_snapshot_after_ns", options_.snapshot_after_ns}};
+    if (info.function != nullptr) {
+      trace.env_numbers.emplace_back("hushtrace_snapshot_function_addr", info.function_entry);
+    }
     if (spec.kind == filter::TriggerSpec::Kind::kDuration) {
       trace.env_numbers.emplace_back("hushtrace_snapshot_duration_ns", CyclesToNs(info.duration, calibration_.freq_hz));
       // A fixed threshold as given; an adaptive one as it stood when the span ended.

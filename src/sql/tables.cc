@@ -15,7 +15,12 @@ using exporter::Track;
 using exporter::TrackKind;
 
 std::string TraceId(const reader::Trace& trace) {
-  if (!trace.metadata().uuid.empty()) return trace.metadata().uuid;
+  const reader::Metadata& md = trace.metadata();
+  if (!md.uuid.empty()) {
+    const std::string_view ts = md.Env("hushtrace_snapshot_timestamp");
+    if (ts.empty()) return md.uuid;
+    return md.uuid + "/snapshot/" + std::string(md.Env("hushtrace_snapshot_tid")) + "-" + std::string(ts);
+  }
   char buf[PATH_MAX];
   const char* abs = ::realpath(trace.dir().c_str(), buf);
   return "dir:" + std::string(abs != nullptr ? abs : trace.dir().c_str());

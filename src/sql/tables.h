@@ -55,6 +55,9 @@ struct TableOptions {
 };
 
 // The trace id of the rows: the metadata uuid, or (a trace without one) "dir:<absolute dir>".
+// A triggered snapshot (docs/format.md, "Snapshots") carries its session's uuid: its id is
+// "<uuid>/snapshot/<tid>-<trigger timestamp>", one per snapshot (the session's own trace and
+// each of its snapshots are separate traces in the tables, and shipping each is idempotent).
 std::string TraceId(const reader::Trace& trace);
 
 class TraceTables {

@@ -10,6 +10,7 @@
 
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -353,6 +354,158 @@ TEST(FunctraceTest, RecordRejectsBadFunctionOptions) {
     argv.insert(argv.end(), args.begin(), args.end());
     const ProcessResult r = RunProcess(argv, ChildEnv(), 30);
     EXPECT_TRUE(r.exited && r.exit_code == 2) << r.Describe();
+  }
+}
+
+}  // namespace
+
+namespace {
+
+struct Snapshot {
+  std::string function, event;
+  std::int64_t duration_ns = -1, threshold_ns = -1;
+  std::uint64_t timestamp = 0, addr = 0;
+  // The func:entry / func:exit pair of the call that fired it: the exit stamped `timestamp`,
+  // the innermost entry of the same address before it on its thread.
+  bool has_exit = false, has_entry = false;
+  std::int64_t call_ns = 0;  // exit - entry, as the reader converts it
+};
+
+Snapshot ReadSnapshot(const std::string& dir) {
+  Snapshot s;
+  std::string error;
+  auto trace = hush::reader::Trace::Open(dir, &error);
+  EXPECT_TRUE(trace) << error;
+  if (!trace) return s;
+  const hush::reader::Metadata& md = trace->metadata();
+  const auto number = [&md](std::string_view key) {
+    const std::string_view v = md.Env(key);
+    return v.empty() ? std::int64_t{-1} : std::strtoll(std::string(v).c_str(), nullptr, 10);
+  };
+  s.function = std::string(md.Env("hushtrace_snapshot_function"));
+  s.event = std::string(md.Env("hushtrace_snapshot_event"));
+  s.duration_ns = number("hushtrace_snapshot_duration_ns");
+  s.threshold_ns = number("hushtrace_snapshot_threshold_ns");
+  s.timestamp = static_cast<std::uint64_t>(number("hushtrace_snapshot_timestamp"));
+  s.addr = static_cast<std::uint64_t>(number("hushtrace_snapshot_function_addr"));
+  std::map<std::uint32_t, std::vector<std::pair<std::uint64_t, std::uint64_t>>> open;  // (addr, ts)
+  hush::reader::EventIterator it(*trace);
+  while (it.Next()) {
+    const hush::reader::Event& e = it.event();
+    const std::uint64_t a = e.GetUint64("addr").value_or(0);
+    if (e.name() == "func:entry") open[e.tid()].emplace_back(a, e.timestamp());
+    if (e.name() != "func:exit") continue;
+    auto& stack = open[e.tid()];
+    std::size_t k = stack.size();
+    while (k > 0 && stack[k - 1].first != a) --k;
+    if (a == s.addr && e.timestamp() == s.timestamp) {
+      s.has_exit = true;
+      s.has_entry = k > 0;
+      if (k > 0) s.call_ns = trace->CyclesToNs(static_cast<std::int64_t>(e.timestamp() - stack[k - 1].second));
+    }
+    if (k > 0) stack.resize(k - 1);
+  }
+  EXPECT_EQ(it.error(), "");
+  return s;
+}
+
+// `hushtrace record` of ft_outlier into `dir`, serve() and helper() traced, with `trigger`.
+ProcessResult RecordOutlier(const std::string& dir, const std::string& trigger,
+                            const std::string& interval_ms) {
+  return RunProcess({HUSH_FT_CLI, "record", "--functions", "serve,helper", "--snapshot-on", trigger,
+                     "--snapshot-interval", interval_ms, "-o", dir, "--",
+                     std::string(HUSH_FT_DIR) + "/ft_outlier"},
+                    ChildEnv(), 120);
+}
+
+// `record --functions` with a function trigger, through the CLI: each slow call of serve() gets
+// its own snapshot, holding that call's entry and exit; no fast call fires; report names the
+// function, its duration and the threshold. helper(), traced and never slow, is not marked.
+TEST(FunctraceTest, FunctionTriggerSnapshotsEachSlowCall) {
+  TempDir tmp("ft_trig");
+  const std::string dir = tmp.Sub("t");
+  const ProcessResult r = RecordOutlier(dir, "func:serve>10ms", "10");
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  EXPECT_EQ(Counts(r.out).at("serve"), 3003);
+  const std::vector<std::string> names = hushtest::ListDir(dir + "/snapshots");
+  ASSERT_EQ(names.size(), 3u) << r.Describe();  // one per slow call, none for the 3,000 fast ones
+  std::set<std::uint64_t> exits;
+  for (const std::string& name : names) {
+    SCOPED_TRACE(name);
+    const Snapshot s = ReadSnapshot(dir + "/snapshots/" + name);
+    EXPECT_EQ(s.function, "serve(int, bool)");
+    EXPECT_EQ(s.event, "func:exit");
+    EXPECT_EQ(s.threshold_ns, 10000000);
+    EXPECT_GE(s.duration_ns, 30000000);
+    EXPECT_LT(s.duration_ns, 10000000000);
+    EXPECT_TRUE(s.has_exit);
+    EXPECT_TRUE(s.has_entry);
+    // The pair in the snapshot is the call that fired it (clock conversions round: 1 us).
+    EXPECT_NEAR(static_cast<double>(s.call_ns), static_cast<double>(s.duration_ns), 1000.0);
+    exits.insert(s.timestamp);
+    const ProcessResult rep =
+        RunProcess({HUSH_FT_CLI, "report", dir + "/snapshots/" + name}, ChildEnv(), 60);
+    ASSERT_TRUE(rep.exited && rep.exit_code == 0) << rep.Describe();
+    EXPECT_NE(rep.out.find("func:serve>10ms: function serve(int, bool) lasted "), std::string::npos)
+        << rep.out;
+    EXPECT_NE(rep.out.find("(threshold 10.00 ms)"), std::string::npos) << rep.out;
+  }
+  EXPECT_EQ(exits.size(), 3u);  // three different calls
+}
+
+// The adaptive form: only serve() is marked (helper(), traced too, never fires), and a slow
+// serve() stands out of its running p99 once warmed up (1,000 calls). A p99 also catches some of
+// the fast calls' own jitter (1 % of them are beyond it by definition): only the names and the
+// slow calls are checked.
+TEST(FunctraceTest, FunctionTriggerAdaptiveThreshold) {
+  TempDir tmp("ft_trig_p");
+  const std::string dir = tmp.Sub("t");
+  const ProcessResult r = RecordOutlier(dir, "func:serv*>p99", "1");
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  int slow = 0;
+  for (const std::string& name : hushtest::ListDir(dir + "/snapshots")) {
+    SCOPED_TRACE(name);
+    const Snapshot s = ReadSnapshot(dir + "/snapshots/" + name);
+    EXPECT_EQ(s.function, "serve(int, bool)");
+    EXPECT_GT(s.duration_ns, s.threshold_ns);
+    EXPECT_TRUE(s.has_entry && s.has_exit);
+    if (s.duration_ns >= 30000000) ++slow;
+  }
+  EXPECT_GE(slow, 2) << r.Describe();  // the first may come before the warm-up ends
+}
+
+// Mistakes said before the program runs: a function trigger without --functions, or on
+// functions of the program that --functions does not trace (exit 2, not started); one that
+// matches no traceable function warns (dlopen may bring it) and the program runs.
+TEST(FunctraceTest, FunctionTriggerCheckedBeforeTheProgramRuns) {
+  TempDir tmp("ft_trig_bad");
+  const std::string prog = std::string(HUSH_FT_DIR) + "/ft_outlier";
+  struct Case {
+    std::vector<std::string> args;
+    int exit_code;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"--snapshot-on", "func:serve>1ms"}, 2, "needs --functions"},
+      {{"--functions", "helper", "--snapshot-on", "func:serve>1ms"}, 2,
+       "matches serve(int, bool) in"},
+      {{"--functions", "serve", "--snapshot-on", "func:>1ms"}, 2, "no function pattern"},
+      {{"--functions", "serve", "--snapshot-on", "func:nothing_like_it>1ms"}, 0,
+       "warning: --snapshot-on 'func:nothing_like_it>1ms' matches no traceable function"},
+  };
+  int n = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.message);
+    const std::string dir = tmp.Sub("t" + std::to_string(n++));
+    std::vector<std::string> argv = {HUSH_FT_CLI, "record", "-o", dir};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    argv.insert(argv.end(), {"--", prog});
+    const ProcessResult r = RunProcess(argv, ChildEnv(), 60);
+    EXPECT_TRUE(r.exited && r.exit_code == c.exit_code) << r.Describe();
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
+    if (c.exit_code == 2) {
+      EXPECT_EQ(r.out.find("count serve"), std::string::npos) << "the program ran";
+    }
   }
 }
 

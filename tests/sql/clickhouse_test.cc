@@ -6,9 +6,13 @@
 //   * the agent (--watch) killed mid-ship and restarted: the same; SIGTERM stops it between two
 //     chunks; its size bound drops the oldest traces and says so;
 //   * two servers as the two shards of a cluster, two agents with different host names shipping
-//     at once: the Distributed tables see both.
+//     at once: the Distributed tables see both;
+//   * the agent picks up each triggered snapshot of a flight recorder as it completes, while the
+//     session still runs, and ships each once (a trace of its own in the tables).
 // Where the server cannot start, the tests fail and say why (no silent skip).
 #include <gtest/gtest.h>
+#include <hushtrace/hushtrace.h>
+#include <hushtrace/session.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -19,6 +23,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -374,6 +379,86 @@ TEST_F(ClickHouseShip, TwoShardClusterFleetQuerySeesBothHosts) {
               "fleet6")
                 .size(),
             2u);
+}
+
+// The shipped names of the state file (`shipped NAME` lines).
+std::set<std::string> ShippedNames(const std::string& watch) {
+  std::set<std::string> names;
+  for (const std::string& line : reader::test::SplitLines(StateOf(watch))) {
+    if (line.rfind("shipped ", 0) == 0) names.insert(line.substr(8));
+  }
+  return names;
+}
+
+std::size_t SnapshotsIn(const std::set<std::string>& names) {
+  std::size_t n = 0;
+  for (const std::string& name : names) n += name.rfind("rec/snapshots/", 0) == 0 ? 1 : 0;
+  return n;
+}
+
+// A flight recorder (a session of this process) under the watched directory: each span of
+// chship:slow longer than 5 ms triggers a snapshot, DIR/rec/snapshots/<UTC>-<n>. The agent ships
+// each one while the session still runs (the next slow span waits for it), then the recorder's
+// own trace once the session stopped; each is a trace of its own in the tables, and a second
+// agent run ships nothing again.
+TEST_F(ClickHouseShip, AgentShipsEachSnapshotAsItCompletes) {
+  const std::string watch = tmp_ + "/watch";
+  ::mkdir(watch.c_str(), 0700);
+  const std::string log = tmp_ + "/agent.log";
+  Child agent({reader::test::HushtraceBinary(), "ship", "--watch", watch, "--to", To("fleet8"),
+               "--host", "snap", "--interval", "1"},
+              log);
+  SessionOptions options;
+  options.events = {"chship:*"};
+  options.mode = Mode::kFlight;
+  options.buffer_size = 1 << 20;
+  options.output_dir = watch + "/rec";
+  options.snapshot_on = {"chship:slow>5ms"};
+  options.snapshot_interval_ms = 1;
+  std::string error;
+  std::unique_ptr<Session> session = Session::Start(options, &error);
+  ASSERT_TRUE(session) << error;
+  for (std::size_t round = 1; round <= 3; ++round) {
+    for (int i = 0; i < 200; ++i) HUSH_SPAN(chship, slow);
+    {
+      HUSH_SPAN(chship, slow);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_TRUE(WaitFor([&] { return SnapshotsIn(ShippedNames(watch)) == round; }, 30))
+        << "round " << round << ": " << StateOf(watch) << reader::test::ReadFile(log);
+    EXPECT_EQ(::access((watch + "/rec/.ring").c_str(), F_OK), 0);  // the session still runs
+  }
+  session->Stop();
+  EXPECT_EQ(session->Stats().snapshots_triggered, 3u);
+  session.reset();
+  EXPECT_TRUE(WaitFor([&] { return ShippedNames(watch).count("rec") == 1; }, 30))
+      << StateOf(watch) << reader::test::ReadFile(log);
+  agent.Kill(SIGTERM);
+  EXPECT_EQ(ShippedNames(watch).size(), 4u) << StateOf(watch);
+
+  // Four traces: the recorder's and its three snapshots, each with its slow span, once.
+  EXPECT_EQ(Q("SELECT count(), uniqExact(trace_id), countIf(trace_id LIKE '%/snapshot/%') FROM "
+              "processes WHERE host = 'snap'",
+              "fleet8"),
+            std::vector<std::string>{"4|4|3"});
+  EXPECT_EQ(Q("SELECT count() FROM (SELECT trace_id FROM spans WHERE host = 'snap' AND "
+              "trace_id LIKE '%/snapshot/%' AND name = 'chship:slow' AND dur_ns >= 20000000 "
+              "GROUP BY trace_id)",
+              "fleet8"),
+            std::vector<std::string>{"3"});
+  const std::map<std::string, std::string> before = Counts("fleet8", "snap");
+  for (const auto& [table, c] : before) EXPECT_EQ(c.substr(c.find('|')), "|0") << table;
+  // Again: everything is in the state file, nothing is sent.
+  const CommandResult again = Ship({"--watch", watch, "--to", To("fleet8"), "--host", "snap", "--once"});
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.err.find("chunks sent"), std::string::npos) << again.err;
+  EXPECT_EQ(Counts("fleet8", "snap"), before);
+  // The recorder's own directory watched: its snapshots are DIR/snapshots/NAME.
+  const CommandResult direct =
+      Ship({"--watch", watch + "/rec", "--to", To("fleet9"), "--host", "rec", "--once"});
+  EXPECT_EQ(direct.exit_code, 0) << direct.err;
+  EXPECT_EQ(Q("SELECT count() FROM processes WHERE trace_id LIKE '%/snapshot/%'", "fleet9"),
+            std::vector<std::string>{"3"});
 }
 
 TEST_F(ClickHouseShip, BadArgumentsFailBeforeAnythingRuns) {

@@ -191,6 +191,7 @@ struct Options {
   std::string filter;                    // HUSHTRACE_FILTER; empty: none
   bool has_filter = false;
   std::vector<std::string> snapshot_on;  // HUSHTRACE_SNAPSHOT_ON
+  std::vector<filter::TriggerSpec> triggers;  // snapshot_on parsed
   std::string snapshot_interval_ms;      // HUSHTRACE_SNAPSHOT_INTERVAL_MS
   std::string snapshot_after, snapshot_keep;  // HUSHTRACE_SNAPSHOT_AFTER, _KEEP
   std::string blocking;                       // HUSHTRACE_BLOCKING; empty: never waits
@@ -216,7 +217,7 @@ void Define(CLI::App& app, Args& a) {
   app.add_option("--mode", a.mode, "stream (default): packets are written to disk while PROGRAM runs;\nflight: each thread's ring keeps only its latest events, written\nwhen PROGRAM exits or receives SIGUSR2")->type_name("stream|flight");
   app.add_option("--buffer-size", a.buffer_size, "ring buffer per thread: bytes or with a k, M or G suffix (256k, 4M),\nfrom 16k to 256M. Default: 1M")->type_name("SIZE");
   app.add_option("--filter", a.filter, "record only events whose fields satisfy EXPR, e.g.\n'bytes > 1000 && fd != 3' (==, !=, <, <=, >, >=, &&, ||, !, ()).\nChecked here: an expression that does not parse is refused")->type_name("EXPR");
-  AddList(app, "--snapshot-on", a.snapshot_on, "write a separate snapshot trace to DIR/snapshots/ when an\nevent matching PATTERN is emitted (the event is recorded);\n'app:req>50ms': when a span of app:req lasts longer than 50 ms;\n'app:req>p99.9': longer than the running p99.9 of its durations;\n'net:recv[bytes > 1000]': when the event's fields match. Repeat\nor separate with commas. Implies --mode flight")->type_name("PATTERN");
+  AddList(app, "--snapshot-on", a.snapshot_on, "write a separate snapshot trace to DIR/snapshots/ when an\nevent matching PATTERN is emitted (the event is recorded);\n'app:req>50ms': when a span of app:req lasts longer than 50 ms;\n'app:req>p99.9': longer than the running p99.9 of its durations;\n'net:recv[bytes > 1000]': when the event's fields match;\n'func:serve>5ms' (with --functions): when a traced call of serve\nreturns after lasting longer than 5 ms. Repeat or separate with\ncommas. Implies --mode flight")->type_name("PATTERN");
   app.add_flag("--blocking", a.blocking_flag, "stream mode: a thread whose ring is full waits (up to 1s) for the\nconsumer instead of discarding the event. For development runs\nthat must lose nothing; production never blocks");
   app.add_option("--blocking-timeout", a.blocking, "--blocking, waiting up to DURATION (200ms, 5s) per event")->type_name("DURATION");
   app.add_option("--snapshot-after", a.snapshot_after, "a snapshot also holds DURATION after its trigger (5ms)")->type_name("DURATION");
@@ -254,9 +255,8 @@ int ParseOptions(const CLI::App& app, const Args& a, Options* o) {
     }
   }
   if (!o->snapshot_on.empty()) {
-    std::vector<filter::TriggerSpec> specs;  // refused here, before PROGRAM runs
-    std::string error;
-    if (!filter::ParseTriggers(o->snapshot_on, &specs, &error)) return BadArguments(error);
+    std::string error;  // refused here, before PROGRAM runs
+    if (!filter::ParseTriggers(o->snapshot_on, &o->triggers, &error)) return BadArguments(error);
   }
   if (app.count("--snapshot-after")) {
     std::uint64_t ns = 0;
@@ -330,6 +330,11 @@ int ParseOptions(const CLI::App& app, const Args& a, Options* o) {
   if (o->program.empty()) return BadArguments("no program to run");
   if ((!o->depth.empty() || !o->min_duration_ns.empty()) && o->functions.empty()) {
     return BadArguments("--depth and --min-duration need --functions");
+  }
+  for (const filter::TriggerSpec& t : o->triggers) {
+    if (!t.function.empty() && o->functions.empty()) {
+      return BadArguments("--snapshot-on '" + t.text + "': a function trigger needs --functions");
+    }
   }
   if (!o->snapshot_on.empty()) {
     if (o->mode_given && o->mode != "flight") return BadArguments("--snapshot-on needs --mode flight");
@@ -498,7 +503,8 @@ int RunRecord(int argc, char** argv) {
     if (!opts.functions.empty() && !ProgramHasRuntime(program)) preload.push_back(RuntimeLibrary());
     ProgramEvents known;
     if (ReadProgramEvents(program, preload, &known) &&
-        !CheckProgramEvents(known, program, opts.patterns, opts.has_filter, opts.filter)) {
+        (!CheckProgramEvents(known, program, opts.patterns, opts.has_filter, opts.filter) ||
+         !CheckFunctionTriggers(known, program, opts.functions, opts.triggers))) {
       return 2;
     }
   }

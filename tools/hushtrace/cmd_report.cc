@@ -123,7 +123,8 @@ std::string Value(double v) { return Format("%.6g", v); }
 std::string WallClock(std::int64_t ns);
 
 // What fired a triggered snapshot (docs/format.md, "Snapshots"): "app:req>10ms: app:req lasted
-// 20.1 ms (threshold 10 ms), thread 1234, ended 12:00:01.234567"; "" for other traces.
+// 20.1 ms (threshold 10 ms), thread 1234, ended 12:00:01.234567" ("func:serve>10ms: function
+// serve(int) lasted ..." for a function trigger); "" for other traces.
 std::string SnapshotTrigger(const reader::Trace& trace) {
   const reader::Metadata& md = trace.metadata();
   const std::string_view pattern = md.Env("hushtrace_snapshot_trigger");
@@ -132,7 +133,10 @@ std::string SnapshotTrigger(const reader::Trace& trace) {
     const std::string_view v = md.Env(key);
     return v.empty() ? std::int64_t{-1} : std::strtoll(std::string(v).c_str(), nullptr, 10);
   };
-  std::string out = std::string(pattern) + ": " + std::string(md.Env("hushtrace_snapshot_event"));
+  const std::string_view function = md.Env("hushtrace_snapshot_function");
+  std::string out = std::string(pattern) + ": " +
+                    (function.empty() ? std::string(md.Env("hushtrace_snapshot_event"))
+                                      : "function " + std::string(function));
   if (const std::int64_t d = number("hushtrace_snapshot_duration_ns"); d >= 0) {
     out += " lasted " + Duration(d) + " (threshold " + Duration(number("hushtrace_snapshot_threshold_ns")) + ")";
   }

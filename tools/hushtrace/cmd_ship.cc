@@ -5,7 +5,8 @@
 // skips them; a failed insert is retried with backoff, after asking again whether it got in.
 // So a shipper killed midway and run again, or a server killed and restarted under it, neither
 // loses nor doubles rows. --watch DIR is the per-host agent: it ships each trace that completes
-// under DIR, remembers what it shipped in a small state file, and bounds what waits on disk.
+// under DIR (and each snapshot a flight recorder there triggers), remembers what it shipped in a
+// small state file, and bounds what waits on disk.
 #include <dirent.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -62,7 +63,8 @@ constexpr char kDescription[] =
     "shipping a trace twice, or after a crash, never doubles rows.\n"
     "\n"
     "With --watch, ships every trace directory that completes under DIR (a `metadata` file, and\n"
-    "no `.ring` or one whose writer died: it is recovered first), oldest first, and keeps\n"
+    "no `.ring` or one whose writer died: it is recovered first), and every triggered snapshot\n"
+    "(DIR/snapshots/NAME, DIR/TRACE/snapshots/NAME) as it completes, oldest first, and keeps\n"
     "watching. Shipped traces are listed in the state file; a server that is down is retried\n"
     "with backoff while the traces wait on disk; past --max-bytes of waiting traces the oldest\n"
     "are deleted (and said so).";
@@ -339,28 +341,51 @@ struct Pending {
   std::uint64_t bytes = 0;
 };
 
-// Completed, unshipped trace directories under `dir`, oldest first.
+// A completed trace at `path` (a `metadata` file; no `.ring` with its writer still running), and
+// its metadata's mtime.
+bool CompletedTrace(const std::string& path, std::int64_t* mtime_ns) {
+  struct stat st;
+  if (::stat((path + "/metadata").c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  if (::access((path + "/.ring").c_str(), F_OK) == 0) {
+    // Rings left: a session still running (skip it for now), or a writer that died, whose
+    // trace Ship() recovers first (OpenTraceRecovering) and ships like any other.
+    recover::Options probe;
+    probe.dry_run = true;
+    recover::Report report;
+    recover::Recover(path, probe, &report);
+    if (report.writer_running) return false;
+  }
+  *mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  return true;
+}
+
+// Completed, unshipped traces under `dir`, oldest first, named by their path under `dir`: the
+// trace directories in it, and the triggered snapshots of a flight recorder (docs/format.md,
+// "Snapshots"): `snapshots/<UTC>-<n>` when `dir` is the recorder's directory, and
+// `<trace>/snapshots/<UTC>-<n>` for each trace directory in it. A snapshot appears there whole
+// (renamed from `.<name>.partial` once written: names with a dot are skipped), while its session
+// still runs.
 std::vector<Pending> ScanPending(const std::string& dir, const std::set<std::string>& shipped) {
   std::vector<Pending> out;
+  const auto consider = [&](const std::string& name) {
+    if (shipped.count(name) != 0) return;
+    const std::string path = dir + "/" + name;
+    std::int64_t mtime_ns = 0;
+    if (CompletedTrace(path, &mtime_ns)) out.push_back({name, mtime_ns, DirBytes(path)});
+  };
+  const auto snapshots_of = [&](const std::string& prefix) {
+    base::DirStream list = base::DirStream::Open((dir + "/" + prefix + "snapshots").c_str());
+    while (const char* entry = list.Next()) {
+      if (entry[0] != '.') consider(prefix + "snapshots/" + entry);
+    }
+  };
+  snapshots_of("");
   base::DirStream list = base::DirStream::Open(dir.c_str());
   while (const char* entry = list.Next()) {
     const std::string name = entry;
-    if (name.empty() || name[0] == '.' || shipped.count(name) != 0) continue;
-    const std::string path = dir + "/" + name;
-    struct stat st;
-    if (::stat((path + "/metadata").c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-    if (::access((path + "/.ring").c_str(), F_OK) == 0) {
-      // Rings left: a session still running (skip it for now), or a writer that died, whose
-      // trace Ship() recovers first (OpenTraceRecovering) and ships like any other.
-      recover::Options probe;
-      probe.dry_run = true;
-      recover::Report report;
-      recover::Recover(path, probe, &report);
-      if (report.writer_running) continue;
-    }
-    out.push_back({name, static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 +
-                             st.st_mtim.tv_nsec,
-                   DirBytes(path)});
+    if (name.empty() || name[0] == '.' || name == "snapshots") continue;
+    consider(name);
+    snapshots_of(name + "/");
   }
   std::sort(out.begin(), out.end(), [](const Pending& a, const Pending& b) {
     return a.mtime_ns != b.mtime_ns ? a.mtime_ns < b.mtime_ns : a.name < b.name;
@@ -382,23 +407,16 @@ std::set<std::string> LoadState(const std::string& path) {
   return shipped;
 }
 
-// Written to FILE.tmp, then renamed: a crash leaves the old state or the new one.
-bool SaveState(const std::string& path, const std::set<std::string>& shipped,
-               const std::set<std::string>& present) {
+// Written to FILE.tmp, then renamed: a crash leaves the old state or the new one. Only the
+// traces still under `dir` are kept.
+bool SaveState(const std::string& path, const std::set<std::string>& shipped, const std::string& dir) {
   const std::string tmp = path + ".tmp";
   std::FILE* f = std::fopen(tmp.c_str(), "w");
   if (f == nullptr) return false;
   for (const std::string& name : shipped)
-    if (present.count(name) != 0) std::fprintf(f, "shipped %s\n", name.c_str());
+    if (::access((dir + "/" + name).c_str(), F_OK) == 0) std::fprintf(f, "shipped %s\n", name.c_str());
   const bool ok = std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
   return std::fclose(f) == 0 && ok && std::rename(tmp.c_str(), path.c_str()) == 0;
-}
-
-std::set<std::string> Entries(const std::string& dir) {
-  std::set<std::string> names;
-  base::DirStream list = base::DirStream::Open(dir.c_str());
-  while (const char* name = list.Next()) names.insert(name);
-  return names;
 }
 
 int Watch(const Options& options, const WatchOptions& watch) {
@@ -436,7 +454,7 @@ int Watch(const Options& options, const WatchOptions& watch) {
         break;  // the server is likely down: wait, then start over with the oldest
       }
       shipped.insert(p.name);
-      if (!SaveState(watch.state, shipped, Entries(watch.dir)))
+      if (!SaveState(watch.state, shipped, watch.dir))
         std::fprintf(stderr, "hushtrace ship: cannot write the state file %s: %s\n",
                      watch.state.c_str(), std::strerror(errno));
     }

@@ -5,6 +5,7 @@
 #include <glob.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -13,7 +14,9 @@
 #include <utility>
 
 #include "elf/elf_file.h"
+#include "export/symbolizer.h"
 #include "filter/filter.h"
+#include "func_profile.h"
 #include "record_functions.h"
 
 namespace hush::cli {
@@ -106,6 +109,37 @@ std::unique_ptr<elf::ElfFile> OpenFor(const std::string& path, std::uint16_t mac
   std::unique_ptr<elf::ElfFile> f = elf::ElfFile::Open(path, &error);
   if (f && f->header().e_machine != machine) f.reset();
   return f;
+}
+
+// The function symbols of `file` (mangled, as stored) that hold a patchable entry.
+std::vector<std::string> TraceableFunctions(const elf::ElfFile& file) {
+  std::vector<std::uint64_t> slots;
+  for (const elf::ElfFile::Section& s : file.sections()) {
+    if (s.name != "__patchable_function_entries" && s.name != "__mcount_loc") continue;
+    for (std::uint64_t off = 0; off + 8 <= s.header.sh_size; off += 8) slots.push_back(s.header.sh_addr + off);
+  }
+  std::vector<elf::ElfFile::Symbol> syms;
+  std::string error;
+  if (slots.empty() || !file.FunctionSymbols(&syms, &error)) return {};
+  std::set<std::string> names;
+  for (const elf::ElfFile::Pointer& p : file.ResolvePointers(slots)) {
+    if (!p.ok) continue;
+    auto it = std::upper_bound(syms.begin(), syms.end(), p.value,
+                               [](std::uint64_t v, const elf::ElfFile::Symbol& s) { return v < s.value; });
+    // The symbols at the greatest value <= the entry (aliases share it) that contain it.
+    while (it != syms.begin()) {
+      --it;
+      if (p.value < it->value + std::max<std::uint64_t>(it->size, 1)) names.insert(it->name);
+      if (it == syms.begin() || (it - 1)->value != it->value) break;
+    }
+  }
+  return {names.begin(), names.end()};
+}
+
+// As functrace's selection: the mangled name, the demangled one, or that without parameters.
+bool FunctionMatches(const std::string& glob, const std::string& mangled) {
+  return ::fnmatch(glob.c_str(), mangled.c_str(), 0) == 0 ||
+         FunctionNameMatches(glob, exporter::Demangle(mangled));
 }
 
 }  // namespace
@@ -236,6 +270,49 @@ bool CheckProgramEvents(const ProgramEvents& events, const std::string& program,
                filter_text.c_str(), selected.size(), program.c_str(), first_why.c_str(),
                program.c_str());
   return false;
+}
+
+bool CheckFunctionTriggers(const ProgramEvents& events, const std::string& program,
+                           const std::vector<std::string>& functions,
+                           const std::vector<filter::TriggerSpec>& triggers) {
+  std::vector<const filter::TriggerSpec*> checked;
+  for (const filter::TriggerSpec& t : triggers) {
+    if (!t.function.empty()) checked.push_back(&t);
+  }
+  if (checked.empty()) return true;
+  std::vector<std::pair<std::string, std::string>> traceable;  // (module, mangled name)
+  for (const std::string& path : events.modules) {
+    std::string error;
+    const std::unique_ptr<elf::ElfFile> file = elf::ElfFile::Open(path, &error);
+    if (!file) continue;
+    for (std::string& name : TraceableFunctions(*file)) traceable.emplace_back(path, std::move(name));
+  }
+  for (const filter::TriggerSpec* t : checked) {
+    const std::pair<std::string, std::string>* matched = nullptr;
+    bool traced = false;
+    for (const auto& f : traceable) {
+      if (!FunctionMatches(t->function, f.second)) continue;
+      if (matched == nullptr) matched = &f;
+      for (const std::string& g : functions) traced = traced || FunctionMatches(g, f.second);
+      if (traced) break;
+    }
+    if (matched == nullptr) {
+      std::fprintf(stderr,
+                   "hushtrace record: warning: --snapshot-on '%s' matches no traceable function "
+                   "of %s or of the %zu libraries it links (built with patchable entries; those "
+                   "it loads with dlopen may add some)\n",
+                   t->text.c_str(), program.c_str(), events.modules.size() - 1);
+    } else if (!traced) {
+      std::fprintf(stderr,
+                   "hushtrace record: --snapshot-on '%s' matches %s in %s, which --functions does "
+                   "not trace (a trigger fires on traced calls: add it to --functions); %s was "
+                   "not started\n",
+                   t->text.c_str(), exporter::Demangle(matched->second).c_str(),
+                   matched->first.c_str(), program.c_str());
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace hush::cli

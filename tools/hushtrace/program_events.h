@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "elf/tracepoints.h"
+#include "filter/trigger_spec.h"
 
 namespace hush::cli {
 
@@ -42,6 +43,18 @@ bool ReadProgramEvents(const std::string& program, const std::vector<std::string
 bool CheckProgramEvents(const ProgramEvents& events, const std::string& program,
                         const std::vector<std::string>& patterns, bool has_filter,
                         const std::string& filter);
+
+// The check of the function triggers among `triggers` (`--snapshot-on 'func:NAME>D'`,
+// filter/trigger_spec.h) against the traceable functions of `events.modules` (a function symbol
+// holding an entry of __patchable_function_entries or __mcount_loc, names matched as
+// `--functions` matches them: mangled, demangled, demangled without parameters):
+//   * a trigger that matches no traceable function: a warning (dlopen may still bring one);
+//   * one that matches some, none of which `functions` selects: an error naming one (a call
+//     fires only if it is traced).
+// Returns false for that error (record exits 2 without starting PROGRAM).
+bool CheckFunctionTriggers(const ProgramEvents& events, const std::string& program,
+                           const std::vector<std::string>& functions,
+                           const std::vector<filter::TriggerSpec>& triggers);
 
 }  // namespace hush::cli
 

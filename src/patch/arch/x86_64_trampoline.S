@@ -18,6 +18,11 @@
 //
 // hush_ftrace_return is where a traced body returns to: rsp = slot + 8.
 //
+// Marked functions (a function trigger, `--snapshot-on 'func:NAME>5ms'`: functrace.h) enter
+// through hush_ftrace_entry_marked, the same code (the FTRACE_ENTRY macro, instantiated twice),
+// whose call returns to hush_ftrace_return_marked: always the C++ exit, which checks the
+// triggers. The unmarked pair below is unchanged by them.
+//
 // Fast paths, in this file, without calling C++ and without touching a vector register:
 //
 //   entry   shadow stack not full (and below --depth); no minimum duration: func:entry fits the
@@ -124,13 +129,35 @@
         movl    $0, %fs:TW_NESTING(%r11)
 .endm
 
-        .text
+// A return's slow path, at rsp = slot + 8 (16-byte aligned) with every register as the body
+// left it: saves the return registers (rax rdx xmm0 xmm1), calls \handler(slot + 8), which
+// returns where to go, and goes there with them restored.
+.macro EXIT_THROUGH handler
+        subq    $64, %rsp
+        movups  %xmm0, 0(%rsp)
+        movups  %xmm1, 16(%rsp)
+        movq    %rax, 32(%rsp)
+        movq    %rdx, 40(%rsp)
+        leaq    64(%rsp), %rdi
+        call    \handler
+        movq    %rax, %r11
+        movups  0(%rsp), %xmm0
+        movups  16(%rsp), %xmm1
+        movq    32(%rsp), %rax
+        movq    40(%rsp), %rdx
+        addq    $64, %rsp
+        pushq   %r11
+        ret
+.endm
 
-        .globl  hush_ftrace_entry
-        .hidden hush_ftrace_entry
-        .type   hush_ftrace_entry, @function
+// The entry trampoline \name (see above); its last instruction, the call of the body, must be
+// followed directly by the return thunk its calls return to. \sfx makes its labels its own.
+.macro FTRACE_ENTRY name, sfx
+        .globl  \name
+        .hidden \name
+        .type   \name, @function
         .p2align 4
-hush_ftrace_entry:
+\name:
         .cfi_startproc
         pushq   %r11                            // the body: the layout of the file comment
         .cfi_adjust_cfa_offset 8
@@ -143,19 +170,19 @@ hush_ftrace_entry:
         movq    hush_ft_shadow@gottpoff(%rip), %rcx
         movq    %fs:(%rcx), %rcx                // Shadow*: nullptr, 1 (thread exited) or live
         cmpq    $1, %rcx
-        jbe     .Lentry_slow
+        jbe     .Lentry_slow\sfx
         movl    SH_TOP(%rcx), %eax
         cmpl    hush_ft_settings+ST_MAX_DEPTH(%rip), %eax
-        jae     .Lentry_slow                    // --depth reached or stack full: C++ counts it
+        jae     .Lentry_slow\sfx                    // --depth reached or stack full: C++ counts it
         cmpq    $0, hush_ft_settings+ST_MIN_TICKS(%rip)
-        jne     .Lentry_no_event
+        jne     .Lentry_no_event\sfx
         // func:entry {addr}: TryReserveFast + CommitEvent of thread_writer.h.
-        OPEN_EVENT hush_ft_entry_state, %rcx, %ecx, %cl, .Lentry_no_event, .Lentry_slow, .Lentry_abort
+        OPEN_EVENT hush_ft_entry_state, %rcx, %ecx, %cl, .Lentry_no_event\sfx, .Lentry_slow\sfx, .Lentry_abort\sfx
         movq    24(%rsp), %rcx
         subq    $5, %rcx                        // the patched entry
         movq    %rcx, -8(%rdx)
         COMMIT_EVENT %rcx
-.Lentry_push:                                   // rax = ts
+.Lentry_push\sfx:                                   // rax = ts
         movq    hush_ft_shadow@gottpoff(%rip), %rcx
         movq    %fs:(%rcx), %rcx
         movl    SH_TOP(%rcx), %edx              // re-read: a signal handler restores it
@@ -177,7 +204,7 @@ hush_ftrace_entry:
         movq    16(%rsp), %rdx
         addq    $24, %rsp
         .cfi_adjust_cfa_offset -24
-.Lentry_call:                                   // rsp+0: the body, rsp+8: the slot
+.Lentry_call\sfx:                                   // rsp+0: the body, rsp+8: the slot
         popq    %r11
         .cfi_adjust_cfa_offset -8
         // The caller's return address is in the frame: its slot takes the call's, so the body
@@ -188,7 +215,74 @@ hush_ftrace_entry:
         .cfi_adjust_cfa_offset -8
         call    *%r11
         .cfi_endproc
-        .size   hush_ftrace_entry, .-hush_ftrace_entry
+        .size   \name, .-\name
+.endm
+
+.macro FTRACE_ENTRY_COLD name, sfx
+        // The entry's cold paths (part of the entry; separate so that the call above can
+        // end the fast path). CFA as at .Lentry_slow\sfx: the body pushed, 24 bytes saved, the slot.
+        .type   \name\()_cold, @function
+\name\()_cold:
+        .cfi_startproc
+        .cfi_def_cfa_offset 40
+.Lentry_no_event\sfx:                               // minimum duration, or func:entry off: ts only
+        READ_TSC
+        jmp     .Lentry_push\sfx
+.Lentry_abort\sfx:
+        movl    $0, %fs:TW_NESTING(%r11)
+.Lentry_slow\sfx:
+        // The C++ handler, with every other register that may carry an argument saved below the
+        // three saved above: rsi rdi r8 r9, r10 (static chain), xmm0-7. rsp % 16 == 8 here (the
+        // body and three registers pushed), 0 at the call: 8 bytes of padding.
+        subq    $184, %rsp
+        .cfi_adjust_cfa_offset 184
+        movq    %rsi, 0(%rsp)
+        movq    %rdi, 8(%rsp)
+        movq    %r8, 16(%rsp)
+        movq    %r9, 24(%rsp)
+        movq    %r10, 32(%rsp)
+        movups  %xmm0, 40(%rsp)
+        movups  %xmm1, 56(%rsp)
+        movups  %xmm2, 72(%rsp)
+        movups  %xmm3, 88(%rsp)
+        movups  %xmm4, 104(%rsp)
+        movups  %xmm5, 120(%rsp)
+        movups  %xmm6, 136(%rsp)
+        movups  %xmm7, 152(%rsp)
+        movq    208(%rsp), %rdi                 // body
+        leaq    216(%rsp), %rsi                 // slot
+        call    hush_ftrace_enter               // 1: frame pushed, 0: untraced
+        movl    %eax, %r11d
+        movq    0(%rsp), %rsi
+        movq    8(%rsp), %rdi
+        movq    16(%rsp), %r8
+        movq    24(%rsp), %r9
+        movq    32(%rsp), %r10
+        movups  40(%rsp), %xmm0
+        movups  56(%rsp), %xmm1
+        movups  72(%rsp), %xmm2
+        movups  88(%rsp), %xmm3
+        movups  104(%rsp), %xmm4
+        movups  120(%rsp), %xmm5
+        movups  136(%rsp), %xmm6
+        movups  152(%rsp), %xmm7
+        movq    184(%rsp), %rax
+        movq    192(%rsp), %rcx
+        movq    200(%rsp), %rdx
+        addq    $208, %rsp
+        .cfi_adjust_cfa_offset -208
+        testl   %r11d, %r11d
+        jnz     .Lentry_call\sfx                    // traced: call the body from the slot
+        popq    %r11                            // untraced: rsp = slot, untouched: to the body
+        .cfi_adjust_cfa_offset -8
+        jmp     *%r11
+        .cfi_endproc
+        .size   \name\()_cold, .-\name\()_cold
+.endm
+
+        .text
+
+        FTRACE_ENTRY hush_ftrace_entry, _p
 
         // Must follow the call above directly: its return address is the thunk, which
         // RestoreForUnwind / ResumeAfterCatch (shadow.cc) look for in a frame's slot.
@@ -240,82 +334,25 @@ hush_ftrace_return:
 .Lret_slow:
         popq    %rdx
         popq    %rax
-        subq    $64, %rsp
-        movups  %xmm0, 0(%rsp)
-        movups  %xmm1, 16(%rsp)
-        movq    %rax, 32(%rsp)
-        movq    %rdx, 40(%rsp)
-        leaq    64(%rsp), %rdi
-        call    hush_ftrace_exit
-        movq    %rax, %r11
-        movups  0(%rsp), %xmm0
-        movups  16(%rsp), %xmm1
-        movq    32(%rsp), %rax
-        movq    40(%rsp), %rdx
-        addq    $64, %rsp
-        pushq   %r11
-        ret
+        EXIT_THROUGH hush_ftrace_exit
         .size   hush_ftrace_return, .-hush_ftrace_return
 
-        // The entry's cold paths (part of hush_ftrace_entry; separate so that the call above can
-        // end the fast path). CFA as at .Lentry_slow: the body pushed, 24 bytes saved, the slot.
-        .type   hush_ftrace_entry_cold, @function
-hush_ftrace_entry_cold:
-        .cfi_startproc
-        .cfi_def_cfa_offset 40
-.Lentry_no_event:                               // minimum duration, or func:entry off: ts only
-        READ_TSC
-        jmp     .Lentry_push
-.Lentry_abort:
-        movl    $0, %fs:TW_NESTING(%r11)
-.Lentry_slow:
-        // The C++ handler, with every other register that may carry an argument saved below the
-        // three saved above: rsi rdi r8 r9, r10 (static chain), xmm0-7. rsp % 16 == 8 here (the
-        // body and three registers pushed), 0 at the call: 8 bytes of padding.
-        subq    $184, %rsp
-        .cfi_adjust_cfa_offset 184
-        movq    %rsi, 0(%rsp)
-        movq    %rdi, 8(%rsp)
-        movq    %r8, 16(%rsp)
-        movq    %r9, 24(%rsp)
-        movq    %r10, 32(%rsp)
-        movups  %xmm0, 40(%rsp)
-        movups  %xmm1, 56(%rsp)
-        movups  %xmm2, 72(%rsp)
-        movups  %xmm3, 88(%rsp)
-        movups  %xmm4, 104(%rsp)
-        movups  %xmm5, 120(%rsp)
-        movups  %xmm6, 136(%rsp)
-        movups  %xmm7, 152(%rsp)
-        movq    208(%rsp), %rdi                 // body
-        leaq    216(%rsp), %rsi                 // slot
-        call    hush_ftrace_enter               // 1: frame pushed, 0: untraced
-        movl    %eax, %r11d
-        movq    0(%rsp), %rsi
-        movq    8(%rsp), %rdi
-        movq    16(%rsp), %r8
-        movq    24(%rsp), %r9
-        movq    32(%rsp), %r10
-        movups  40(%rsp), %xmm0
-        movups  56(%rsp), %xmm1
-        movups  72(%rsp), %xmm2
-        movups  88(%rsp), %xmm3
-        movups  104(%rsp), %xmm4
-        movups  120(%rsp), %xmm5
-        movups  136(%rsp), %xmm6
-        movups  152(%rsp), %xmm7
-        movq    184(%rsp), %rax
-        movq    192(%rsp), %rcx
-        movq    200(%rsp), %rdx
-        addq    $208, %rsp
-        .cfi_adjust_cfa_offset -208
-        testl   %r11d, %r11d
-        jnz     .Lentry_call                    // traced: call the body from the slot
-        popq    %r11                            // untraced: rsp = slot, untouched: to the body
-        .cfi_adjust_cfa_offset -8
-        jmp     *%r11
-        .cfi_endproc
-        .size   hush_ftrace_entry_cold, .-hush_ftrace_entry_cold
+        FTRACE_ENTRY_COLD hush_ftrace_entry, _p
+
+        // Marked functions (functrace.h, FunctionTrigger): the same entry, a thunk of its own.
+        FTRACE_ENTRY hush_ftrace_entry_marked, _m
+
+        // Must follow the marked entry's call directly (as above). A marked call always leaves
+        // through the C++ exit, which emits its exit as the other path does, then checks its
+        // triggers (shadow.cc, hush_ftrace_exit_marked). rsp = slot + 8 (16-byte aligned).
+        .globl  hush_ftrace_return_marked
+        .hidden hush_ftrace_return_marked
+        .type   hush_ftrace_return_marked, @function
+hush_ftrace_return_marked:
+        EXIT_THROUGH hush_ftrace_exit_marked
+        .size   hush_ftrace_return_marked, .-hush_ftrace_return_marked
+
+        FTRACE_ENTRY_COLD hush_ftrace_entry_marked, _m
 
 
         .section .note.GNU-stack, "", @progbits
