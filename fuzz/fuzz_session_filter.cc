@@ -12,23 +12,24 @@
 #include <vector>
 
 #include "filter/filter.h"
+#include "filter/program.h"
 #include "fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const auto parts = hush::fuzz::SplitParts(data, size, 2);
   const std::string text(parts[0]);
-  std::string error;
+  hush::filter::Error error;
   const auto parsed = hush::filter::Parse(text, &error);
   if (!parsed) {
-    if (error.rfind("column ", 0) != 0) std::abort();
+    if (error.Message().rfind("column ", 0) != 0) std::abort();
     return 0;
   }
   static const std::vector<std::string> kNames = {"a", "b", "c", "d", "e", "f", "s", "x", "y", "z"};
   static const std::vector<std::string> kTypes = {"i8",  "u16", "i32", "u64",  "f32",
                                                   "f64", "str", "u8",  "bytes", "i64"};
-  const auto program = hush::filter::Program::Bind(*parsed, kNames, kTypes, &error);
+  const auto program = hush::filter::Program::Bind(*parsed, "fuzz:event", kNames, kTypes, &error);
   if (!program) {
-    if (error.empty()) std::abort();
+    if (error.what.empty()) std::abort();
     return 0;
   }
   if (parts.size() > 1) {

@@ -1,23 +1,36 @@
-// Parse, Bind and Matches (filter.h).
+// The parser, Caret and GlobMatch (filter.h).
 #include "filter/filter.h"
 
 #include <algorithm>
 #include <cctype>
-#include <cstring>
-#include <string_view>
+#include <charconv>
+#include <cstdlib>
 
 namespace hush::filter {
 namespace {
 
-constexpr std::size_t kMaxDepth = 64;  // values on the evaluation stack
+bool IsWordStart(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
+bool IsWordChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// What the parser knows of a value's type without the event: the checks that hold for every
+// event are made here, the others by the binder.
+enum class Static : std::uint8_t { kNumber, kString, kWord };
+
+struct Value {
+  Static type = Static::kNumber;
+  bool leaf = false;        // one operand, no operator (parentheses around it do not count)
+  bool grouped = false;     // written in parentheses
+  std::uint32_t column = 1;
+};
 
 class Parser {
  public:
-  explicit Parser(const std::string& text) : s_(text) {}
+  explicit Parser(const std::string& text, Parsed* out) : s_(text), out_(out) {}
 
-  bool Run(Parsed* out, std::string* error) {
-    out_ = out;
-    bool ok = Or();
+  bool Run(Error* error) {
+    Value v;
+    bool ok = Or(&v) && Condition(v);
     Skip();
     if (ok && pos_ != s_.size()) ok = Fail("unexpected '" + std::string(1, s_[pos_]) + "'");
     if (!ok) *error = error_;
@@ -28,42 +41,54 @@ class Parser {
   void Skip() {
     while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
   }
-  bool Fail(const std::string& what) {
-    if (error_.empty()) error_ = "column " + std::to_string(pos_ + 1) + ": " + what;
+  bool FailAt(std::size_t column, const std::string& what) {
+    if (error_.what.empty()) error_ = {column, what};
     return false;
   }
+  bool Fail(const std::string& what) { return FailAt(pos_ + 1, what); }
   bool Eat(std::string_view tok) {
     Skip();
     if (s_.compare(pos_, tok.size(), tok) != 0) return false;
     pos_ += tok.size();
     return true;
   }
-  void Emit(Op op, int depth_change) {
-    out_->code.push_back({op, 0, 0, {}});
+  std::uint32_t Column() const { return static_cast<std::uint32_t>(pos_ + 1); }
+  bool Emit(Node node, int depth_change) {
     depth_ += depth_change;
+    if (depth_ > kMaxStack) return Fail("expression nested too deeply");
+    out_->max_depth = std::max(out_->max_depth, depth_);
+    out_->code.push_back(std::move(node));
+    return true;
   }
-  bool Push() {
-    if (++depth_ > kMaxDepth) return Fail("expression nested too deeply");
-    if (depth_ > out_->max_depth) out_->max_depth = depth_;
+  bool Term(std::uint32_t column) {
+    if (++terms_ > kMaxComparisons) {
+      return FailAt(column, "more than " + std::to_string(kMaxComparisons) + " comparisons");
+    }
+    return true;
+  }
+  // A value used as a condition: an operand of '!', '&&', '||', or the whole filter.
+  bool Condition(const Value& v) {
+    if (v.type == Static::kString) {
+      return FailAt(v.column, "a string is not a condition (compare it: == != < <= > >= ~)");
+    }
     return true;
   }
 
-  bool Or() {
-    if (!And()) return false;
-    while (Eat("||")) {
-      if (!And()) return false;
-      Emit(Op::kOr, -1);
+  // operand (TOKEN operand)*: '||' over And(), '&&' over Unary(), both operands conditions.
+  bool Chain(Value* v, std::string_view token, NodeKind kind, bool (Parser::*operand)(Value*)) {
+    if (!(this->*operand)(v)) return false;
+    while (Skip(), s_.compare(pos_, token.size(), token) == 0) {
+      const std::uint32_t column = Column();
+      pos_ += token.size();
+      Value b;
+      if (!Condition(*v) || !(this->*operand)(&b) || !Condition(b)) return false;
+      if (!Emit({kind, Cmp::kEq, column, 0, std::string(token)}, -1)) return false;
+      *v = {Static::kNumber, false, false, v->column};
     }
     return true;
   }
-  bool And() {
-    if (!Unary()) return false;
-    while (Eat("&&")) {
-      if (!Unary()) return false;
-      Emit(Op::kAnd, -1);
-    }
-    return true;
-  }
+  bool Or(Value* v) { return Chain(v, "||", NodeKind::kOr, &Parser::And); }
+  bool And(Value* v) { return Chain(v, "&&", NodeKind::kAnd, &Parser::Unary); }
   // '(' and '!' recurse: each level costs a few frames of the parsing thread's stack, which may
   // be a program's thread before main() or the control thread, so the levels are bounded.
   bool Nest() {
@@ -73,111 +98,250 @@ class Parser {
     }
     return true;
   }
-  bool Unary() {
+  bool Unary(Value* v) {
     Skip();
     if (pos_ < s_.size() && s_[pos_] == '!' && (pos_ + 1 >= s_.size() || s_[pos_ + 1] != '=')) {
+      const std::uint32_t column = Column();
       if (!Nest()) return false;
       ++pos_;
-      if (!Unary()) return false;
+      Value a;
+      if (!Unary(&a) || !Condition(a)) return false;
       --nesting_;
-      Emit(Op::kNot, 0);
-      return true;
+      *v = {Static::kNumber, false, false, column};
+      return Emit({NodeKind::kNot, Cmp::kEq, column, 0, "!"}, 0);
     }
-    return Compare();
+    return Compare(v);
   }
-  bool Compare() {
-    if (!Operand()) return false;
-    static constexpr std::pair<std::string_view, Op> kOps[] = {
-        {"==", Op::kEq}, {"!=", Op::kNe}, {"<=", Op::kLe}, {">=", Op::kGe}, {"<", Op::kLt}, {">", Op::kGt}};
-    for (const auto& [tok, op] : kOps) {
-      if (!Eat(tok)) continue;
-      if (!Operand()) return false;
-      Emit(op, -1);
-      return true;
-    }
-    return true;
-  }
-  bool Operand() {
+  bool Operator(Cmp* cmp, std::uint32_t* column) {
+    static constexpr std::pair<std::string_view, Cmp> kOps[] = {
+        {"==", Cmp::kEq}, {"!=", Cmp::kNe}, {"<=", Cmp::kLe}, {">=", Cmp::kGe},
+        {"<", Cmp::kLt},  {">", Cmp::kGt},  {"~", Cmp::kGlob}};
     Skip();
-    if (pos_ >= s_.size()) return Fail("expected a number, a field name or '(' at the end");
+    for (const auto& [tok, op] : kOps) {
+      if (s_.compare(pos_, tok.size(), tok) != 0) continue;
+      *column = Column();
+      pos_ += tok.size();
+      *cmp = op;
+      return true;
+    }
+    return false;
+  }
+  bool Compare(Value* v) {
+    if (!Operand(v)) return false;
+    Cmp cmp;
+    std::uint32_t column;
+    if (!Operator(&cmp, &column)) {
+      // A bare operand is a condition of its own; in parentheses it was counted inside.
+      return !v->leaf || v->grouped || Term(v->column);
+    }
+    if (!Term(column)) return false;
+    const Value a = *v;
+    Value b;
+    if (cmp == Cmp::kGlob) {
+      if (a.type == Static::kNumber) return FailAt(column, "'~' matches strings, not numbers");
+      if (!Pattern()) return false;
+    } else {
+      if (!Operand(&b)) return false;
+      if ((a.type == Static::kNumber && b.type == Static::kString) ||
+          (a.type == Static::kString && b.type == Static::kNumber)) {
+        return FailAt(column, "'" + std::string(CmpText(cmp)) + "' between a number and a string");
+      }
+    }
+    *v = {Static::kNumber, false, false, a.column};
+    return Emit({NodeKind::kCompare, cmp, column, 0, std::string(CmpText(cmp))}, -1);
+  }
+  static std::string_view CmpText(Cmp cmp) {
+    static constexpr std::string_view kText[] = {"==", "!=", "<", "<=", ">", ">=", "~"};
+    return kText[static_cast<int>(cmp)];
+  }
+  // The right side of '~': a string or a bare word, taken as the pattern.
+  bool Pattern() {
+    Skip();
+    const std::uint32_t column = Column();
+    if (pos_ < s_.size() && s_[pos_] == '"') {
+      Value ignored;
+      return String(&ignored);
+    }
+    if (pos_ < s_.size() && IsWordStart(s_[pos_])) {
+      const std::size_t begin = pos_;
+      while (pos_ < s_.size() && IsWordChar(s_[pos_])) ++pos_;
+      return Emit({NodeKind::kString, Cmp::kEq, column, 0, s_.substr(begin, pos_ - begin)}, 1);
+    }
+    return Fail("'~' needs a pattern: a string (\"net:*\") or a bare word");
+  }
+  bool Operand(Value* v) {
+    Skip();
+    if (pos_ >= s_.size()) return Fail(std::string(kExpected) + " at the end");
     const char c = s_[pos_];
+    const std::uint32_t column = Column();
     if (c == '(') {
       if (!Nest()) return false;
       ++pos_;
-      if (!Or()) return false;
+      const std::size_t first = out_->code.size();
+      if (!Or(v)) return false;
       if (!Eat(")")) return Fail("expected ')'");
       --nesting_;
+      v->leaf = out_->code.size() == first + 1 && out_->code[first].kind != NodeKind::kCompare;
+      v->grouped = true;
+      v->column = column;
       return true;
     }
-    if (std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '.') return Number();
-    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+    *v = {Static::kNumber, true, false, column};
+    if (IsDigit(c) || c == '-' || c == '+' || c == '.') return Number();
+    if (c == '"') return String(v);
+    if (c == '$') return Variable(v);
+    if (IsWordStart(c)) {
       const std::size_t begin = pos_;
-      while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_')) ++pos_;
-      std::string name = s_.substr(begin, pos_ - begin);
-      if (!Push()) return false;
-      if (name == "true" || name == "false") {
-        out_->code.push_back({Op::kConst, 0, name == "true" ? 1.0L : 0.0L, {}});
-        return true;
+      while (pos_ < s_.size() && IsWordChar(s_[pos_])) ++pos_;
+      std::string word = s_.substr(begin, pos_ - begin);
+      if (word == "true" || word == "false") {
+        return Emit({NodeKind::kNumber, Cmp::kEq, column, word == "true" ? 1.0L : 0.0L, word}, 1);
       }
-      bool known = false;
-      for (const std::string& f : out_->fields) known = known || f == name;
-      if (!known) out_->fields.push_back(name);
-      out_->code.push_back({Op::kField, 0, 0, std::move(name)});
-      return true;
+      v->type = Static::kWord;
+      return Emit({NodeKind::kWord, Cmp::kEq, column, 0, std::move(word)}, 1);
     }
-    return Fail("expected a number, a field name or '(' instead of '" + std::string(1, c) + "'");
+    return Fail(std::string(kExpected) + " instead of '" + std::string(1, c) + "'");
   }
+  bool Variable(Value* v) {
+    const std::uint32_t column = Column();
+    const std::size_t begin = pos_++;
+    while (pos_ < s_.size() && IsWordChar(s_[pos_])) ++pos_;
+    std::string name = s_.substr(begin, pos_ - begin);
+    NodeKind kind;
+    if (name == "$name") {
+      kind = NodeKind::kName;
+      v->type = Static::kString;
+    } else if (name == "$thread") {
+      kind = NodeKind::kThread;
+      v->type = Static::kString;
+    } else if (name == "$tid") {
+      kind = NodeKind::kTid;
+    } else {
+      pos_ = begin;
+      return Fail("unknown variable '" + name + "' ($name, $tid, $thread)");
+    }
+    return Emit({kind, Cmp::kEq, column, 0, std::move(name)}, 1);
+  }
+  bool String(Value* v) {
+    const std::size_t begin = pos_;
+    std::string text;
+    for (++pos_; pos_ < s_.size() && s_[pos_] != '"'; ++pos_) {
+      if (s_[pos_] == '\\' && pos_ + 1 < s_.size()) ++pos_;
+      text += s_[pos_];
+    }
+    if (pos_ >= s_.size()) {
+      pos_ = begin;
+      return Fail("unterminated string");
+    }
+    ++pos_;
+    v->type = Static::kString;
+    return Emit({NodeKind::kString, Cmp::kEq, static_cast<std::uint32_t>(begin + 1), 0,
+                 std::move(text)},
+                1);
+  }
+  // [+-] then letters, digits, '.', and a sign right after the exponent's 'e' of a decimal.
   bool Number() {
     const std::size_t begin = pos_;
-    if (s_[pos_] == '-') ++pos_;
-    std::size_t digits = 0;
-    while (pos_ < s_.size() && (std::isdigit(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '.')) {
-      digits += std::isdigit(static_cast<unsigned char>(s_[pos_])) ? 1 : 0;
+    if (s_[pos_] == '-' || s_[pos_] == '+') ++pos_;
+    const bool hex = s_.compare(pos_, 2, "0x") == 0 || s_.compare(pos_, 2, "0X") == 0;
+    while (pos_ < s_.size()) {
+      const char c = s_[pos_];
+      const bool sign = (c == '-' || c == '+') && !hex && pos_ > begin &&
+                        (s_[pos_ - 1] == 'e' || s_[pos_ - 1] == 'E');
+      if (!IsWordChar(c) && c != '.' && !sign) break;
       ++pos_;
     }
     const std::string text = s_.substr(begin, pos_ - begin);
-    char* end = nullptr;
-    const long double v = std::strtold(text.c_str(), &end);
-    if (digits == 0 || end != text.c_str() + text.size()) {
-      pos_ = begin;
-      return Fail("malformed number '" + text + "'");
+    const bool negative = text[0] == '-';
+    const std::size_t digits = text[0] == '-' || text[0] == '+' ? 1 : 0;
+    std::uint64_t u = 0;
+    const char* first = text.data() + digits + (hex ? 2 : 0);
+    const char* last = text.data() + text.size();
+    const auto r = std::from_chars(first, last, u, hex ? 16 : 10);
+    long double value;
+    if (first != last && r.ec == std::errc() && r.ptr == last) {
+      value = static_cast<long double>(u);  // exact: the 64-bit mantissa holds every u64
+      if (negative) value = -value;
+    } else {
+      char* end = nullptr;
+      value = std::strtold(text.c_str(), &end);
+      if (end != text.c_str() + text.size() ||
+          text.find_first_of("0123456789") == std::string::npos) {
+        pos_ = begin;
+        return Fail("malformed number '" + text + "'");
+      }
     }
-    if (!Push()) return false;
-    out_->code.push_back({Op::kConst, 0, v, {}});
-    return true;
+    return Emit({NodeKind::kNumber, Cmp::kEq, static_cast<std::uint32_t>(begin + 1), value, text},
+                1);
   }
 
+  static constexpr char kExpected[] =
+      "expected a number, a string, a field name, $name, $tid, $thread or '('";
+
   const std::string& s_;
+  Parsed* out_;
   std::size_t pos_ = 0;
   std::size_t depth_ = 0;
   std::size_t nesting_ = 0;
-  Parsed* out_ = nullptr;
-  std::string error_;
+  std::size_t terms_ = 0;
+  Error error_;
 };
 
-template <typename T>
-long double Load(const char* p) {
-  T v;
-  std::memcpy(&v, p, sizeof v);
-  return static_cast<long double>(v);
+// One byte against the set that starts after '[' at pattern[*i]; *i ends after the ']'. False
+// when the set has no ']' (the '[' is then an ordinary byte).
+bool MatchSet(std::string_view pattern, std::size_t* i, unsigned char c, bool* matched) {
+  static constexpr std::pair<std::string_view, int (*)(int)> kClasses[] = {
+      {"alnum", std::isalnum}, {"alpha", std::isalpha}, {"blank", std::isblank},
+      {"cntrl", std::iscntrl}, {"digit", std::isdigit}, {"graph", std::isgraph},
+      {"lower", std::islower}, {"print", std::isprint}, {"punct", std::ispunct},
+      {"space", std::isspace}, {"upper", std::isupper}, {"xdigit", std::isxdigit}};
+  std::size_t p = *i;
+  const bool negate = p < pattern.size() && (pattern[p] == '!' || pattern[p] == '^');
+  if (negate) ++p;
+  bool in = false;
+  for (bool first = true; p < pattern.size() && (first || pattern[p] != ']'); first = false) {
+    if (pattern[p] == '[' && pattern.substr(p, 2) == "[:") {
+      const std::size_t close = pattern.find(":]", p + 2);
+      if (close != std::string_view::npos) {
+        const std::string_view name = pattern.substr(p + 2, close - p - 2);
+        for (const auto& [cls, test] : kClasses) in = in || (cls == name && test(c) != 0);
+        p = close + 2;
+        continue;
+      }
+    }
+    unsigned char lo = static_cast<unsigned char>(pattern[p]);
+    if (lo == '\\' && p + 1 < pattern.size()) lo = static_cast<unsigned char>(pattern[++p]);
+    ++p;
+    unsigned char hi = lo;
+    if (p + 1 < pattern.size() && pattern[p] == '-' && pattern[p + 1] != ']') {
+      hi = static_cast<unsigned char>(pattern[p + 1]);
+      if (hi == '\\' && p + 2 < pattern.size()) hi = static_cast<unsigned char>(pattern[++p + 1]);
+      p += 2;
+    }
+    in = in || (c >= lo && c <= hi);
+  }
+  if (p >= pattern.size()) return false;
+  *i = p + 1;
+  *matched = in != negate;
+  return true;
 }
 
 }  // namespace
 
-std::unique_ptr<Parsed> Parse(const std::string& text, std::string* error) {
+std::string Error::Message() const { return "column " + std::to_string(column) + ": " + what; }
+
+std::string Describe(const std::string& text, const Error& error) {
+  return error.Message() + "\n" + Caret(text, error.column);
+}
+
+std::unique_ptr<Parsed> Parse(const std::string& text, Error* error) {
   if (text.size() > kMaxFilterBytes) {
-    *error = "column " + std::to_string(kMaxFilterBytes + 1) + ": filter longer than " +
-             std::to_string(kMaxFilterBytes) + " bytes";
+    *error = {kMaxFilterBytes + 1, "filter longer than " + std::to_string(kMaxFilterBytes) + " bytes"};
     return nullptr;
   }
   auto out = std::make_unique<Parsed>();
   out->text = text;
-  Parser p(text);
-  if (!p.Run(out.get(), error)) return nullptr;
-  if (out->code.empty()) {
-    *error = "column 1: empty filter";
-    return nullptr;
-  }
+  if (!Parser(text, out.get()).Run(error)) return nullptr;
   return out;
 }
 
@@ -195,116 +359,42 @@ std::string Caret(const std::string& text, std::size_t column) {
          "^";
 }
 
-std::unique_ptr<Program> Program::Bind(const Parsed& parsed, const std::vector<std::string>& names,
-                                       const std::vector<std::string>& types, std::string* error) {
-  static const std::pair<std::string_view, Type> kTypes[] = {
-      {"i8", Type::kI8},   {"i16", Type::kI16}, {"i32", Type::kI32}, {"i64", Type::kI64},
-      {"u8", Type::kU8},   {"u16", Type::kU16}, {"u32", Type::kU32}, {"u64", Type::kU64},
-      {"bool", Type::kU8}, {"phase", Type::kU8}, {"f32", Type::kF32}, {"f64", Type::kF64},
-      {"str", Type::kStr}, {"bytes", Type::kBytes}};
-  auto program = std::unique_ptr<Program>(new Program());
-  program->code_ = parsed.code;
-  program->max_depth_ = parsed.max_depth;
-  for (Instr& in : program->code_) {
-    if (in.op != Op::kField) continue;
-    std::size_t i = 0;
-    while (i < names.size() && names[i] != in.name) ++i;
-    if (i == names.size()) {
-      *error = "no field '" + in.name + "'";
-      return nullptr;
-    }
-    in.field = static_cast<std::uint32_t>(i);
-    if (program->types_.size() <= i) program->types_.resize(i + 1, Type::kStr);
-  }
-  program->needed_.assign(program->types_.size(), false);
-  for (std::size_t i = 0; i < program->types_.size(); ++i) {
-    bool found = false;
-    for (const auto& [code, type] : kTypes) {
-      if (types[i] == code) {
-        program->types_[i] = type;
-        found = true;
+bool GlobMatch(std::string_view pattern, std::string_view text) {
+  // Greedy with one backtrack point, the last '*': O(pattern * text), no recursion.
+  std::size_t p = 0, t = 0;
+  std::size_t star = std::string_view::npos, star_t = 0;
+  while (t < text.size()) {
+    bool advanced = false;
+    if (p < pattern.size()) {
+      const char pc = pattern[p];
+      const unsigned char c = static_cast<unsigned char>(text[t]);
+      if (pc == '*') {
+        star = ++p;
+        star_t = t;
+        continue;
+      }
+      if (pc == '?') {
+        ++p, ++t;
+        continue;
+      }
+      std::size_t next = p + 1;
+      bool matched = false;
+      if (pc == '[' && MatchSet(pattern, &next, c, &matched)) {
+        if (matched) p = next, ++t, advanced = true;
+      } else {
+        char literal = pc;
+        next = p + 1;
+        if (pc == '\\' && p + 1 < pattern.size()) literal = pattern[p + 1], next = p + 2;
+        if (literal == text[t]) p = next, ++t, advanced = true;
       }
     }
-    if (!found) {
-      *error = "field '" + names[i] + "' has an unknown type '" + types[i] + "'";
-      return nullptr;
-    }
+    if (advanced) continue;
+    if (star == std::string_view::npos) return false;
+    p = star;
+    t = ++star_t;
   }
-  for (const Instr& in : program->code_) {
-    if (in.op != Op::kField) continue;
-    const Type t = program->types_[in.field];
-    if (t == Type::kStr || t == Type::kBytes) {
-      *error = "field '" + in.name + "' is not a number (filters compare numeric fields)";
-      return nullptr;
-    }
-    program->needed_[in.field] = true;
-  }
-  return program;
-}
-
-bool Program::Matches(const char* data, std::size_t size) const {
-  long double fields[kMaxDepth * 4];  // values of the first fields (the layout has at most 255)
-  const std::size_t n = types_.size() < sizeof fields / sizeof fields[0] ? types_.size() : 0;
-  if (n != types_.size()) return false;
-  std::size_t at = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    static constexpr std::uint8_t kSize[] = {1, 2, 4, 8, 1, 2, 4, 8, 4, 8, 0, 0};
-    const Type t = types_[i];
-    std::size_t len = kSize[static_cast<int>(t)];
-    if (t == Type::kStr) {
-      const void* nul = std::memchr(data + at, '\0', size - at);
-      if (nul == nullptr) return false;
-      len = static_cast<std::size_t>(static_cast<const char*>(nul) - (data + at)) + 1;
-    } else if (t == Type::kBytes) {
-      if (size - at < 4) return false;
-      std::uint32_t count;
-      std::memcpy(&count, data + at, 4);
-      len = 4 + std::size_t{count};
-    }
-    if (len > size - at) return false;
-    if (needed_[i]) {
-      switch (t) {
-        case Type::kI8: fields[i] = Load<std::int8_t>(data + at); break;
-        case Type::kI16: fields[i] = Load<std::int16_t>(data + at); break;
-        case Type::kI32: fields[i] = Load<std::int32_t>(data + at); break;
-        case Type::kI64: fields[i] = Load<std::int64_t>(data + at); break;
-        case Type::kU8: fields[i] = Load<std::uint8_t>(data + at); break;
-        case Type::kU16: fields[i] = Load<std::uint16_t>(data + at); break;
-        case Type::kU32: fields[i] = Load<std::uint32_t>(data + at); break;
-        case Type::kU64: fields[i] = Load<std::uint64_t>(data + at); break;
-        case Type::kF32: fields[i] = Load<float>(data + at); break;
-        case Type::kF64: fields[i] = Load<double>(data + at); break;
-        default: break;
-      }
-    }
-    at += len;
-  }
-  long double stack[kMaxDepth];
-  std::size_t sp = 0;
-  for (const Instr& in : code_) {
-    switch (in.op) {
-      case Op::kField: stack[sp++] = fields[in.field]; break;
-      case Op::kConst: stack[sp++] = in.value; break;
-      case Op::kNot: stack[sp - 1] = stack[sp - 1] == 0 ? 1 : 0; break;
-      default: {
-        const long double b = stack[--sp], a = stack[sp - 1];
-        bool r = false;
-        switch (in.op) {
-          case Op::kEq: r = a == b; break;
-          case Op::kNe: r = a != b; break;
-          case Op::kLt: r = a < b; break;
-          case Op::kLe: r = a <= b; break;
-          case Op::kGt: r = a > b; break;
-          case Op::kGe: r = a >= b; break;
-          case Op::kAnd: r = a != 0 && b != 0; break;
-          case Op::kOr: r = a != 0 || b != 0; break;
-          default: break;
-        }
-        stack[sp - 1] = r ? 1 : 0;
-      }
-    }
-  }
-  return sp == 1 && stack[0] != 0;
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
 }
 
 }  // namespace hush::filter

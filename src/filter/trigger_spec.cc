@@ -5,6 +5,7 @@
 
 #include "base/parse.h"
 #include "filter/filter.h"
+#include "filter/program.h"
 
 namespace hush::filter {
 namespace {
@@ -68,10 +69,10 @@ bool ParseTrigger(std::string_view text, TriggerSpec* out, std::string* error) {
     if (rest.empty() || rest.back() != ']') return fail("the field condition has no closing ']'");
     rest.remove_suffix(1);
     spec.condition = std::string(Trim(rest));
-    std::string parse_error;
-    if (Parse(spec.condition, &parse_error) == nullptr) {
-      return fail("bad field condition, " + parse_error + "\n" +
-                  Caret(spec.condition, std::stoul(parse_error.substr(7))));
+    Error parse_error;
+    const std::unique_ptr<Parsed> parsed = Parse(spec.condition, &parse_error);
+    if (parsed == nullptr || !Program::Check(*parsed, &parse_error)) {
+      return fail("bad field condition, " + Describe(spec.condition, parse_error));
     }
   }
   *out = std::move(spec);

@@ -65,15 +65,14 @@ bool WriteFileAt(int dirfd, const char* name, const std::string& content, std::s
   return true;
 }
 
-std::vector<std::string> FieldNames(const registry::Event& e) {
-  std::vector<std::string> names;
-  for (const auto& f : e.meta.fields) names.push_back(f.name);
-  return names;
-}
-std::vector<std::string> FieldTypes(const registry::Event& e) {
-  std::vector<std::string> types;
-  for (const auto& f : e.meta.fields) types.push_back(f.type);
-  return types;
+std::unique_ptr<filter::Program> BindFilter(const filter::Parsed& parsed, const registry::Event& e,
+                                            filter::Error* error) {
+  std::vector<std::string> names, types;
+  for (const auto& f : e.meta.fields) {
+    names.push_back(f.name);
+    types.push_back(f.type);
+  }
+  return filter::Program::Bind(parsed, e.meta.FullName(), names, types, error);
 }
 
 std::atomic<Core*> Core::active_{nullptr};
@@ -297,14 +296,14 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
   // Stop, that wait was 10 ms on this VM on the exit path of every short traced program (strace
   // of bench/startup_hush; docs/benchmarks.md, "Per exec under a session").
   base::PrivateExpeditedAvailable();
-  // Parsed before anything is created: a filter that does not parse costs nothing.
+  // Parsed before anything is created: a filter that does not parse, or uses what no payload
+  // holds ($tid, $thread), costs nothing.
   std::unique_ptr<filter::Parsed> parsed;
   if (!options_.filter.empty()) {
-    std::string filter_error;
+    filter::Error filter_error;
     parsed = filter::Parse(options_.filter, &filter_error);
-    if (!parsed) {
-      *error = "bad filter, " + filter_error + "\n" +
-               filter::Caret(options_.filter, std::stoul(filter_error.substr(7)));
+    if (!parsed || !filter::Program::Check(*parsed, &filter_error)) {
+      *error = "bad filter, " + filter::Describe(options_.filter, filter_error);
       return false;
     }
   }
@@ -363,16 +362,19 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
     std::string bind_error;
     bool binds = false;
     for (const registry::Event* e : registry.Matching(options_.events)) {
-      std::string why;
-      if (filter::Program::Bind(*parsed, FieldNames(*e), FieldTypes(*e), &why)) {
+      filter::Error why;
+      if (BindFilter(*parsed, *e, &why)) {
         binds = true;
         break;
       }
-      if (bind_error.empty()) bind_error = e->meta.FullName() + ": " + why;
+      if (bind_error.empty()) {
+        bind_error = e->meta.FullName() + ": " + why.Message() + ")\n" +
+                     filter::Caret(options_.filter, why.column);
+      }
     }
     if (!binds) {
       *error = "the filter applies to no enabled event (" +
-               (bind_error.empty() ? std::string("no event matches the patterns") : bind_error) + ")";
+               (bind_error.empty() ? std::string("no event matches the patterns)") : bind_error);
       Abandon();
       return false;
     }
@@ -389,9 +391,8 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
     filters_.clear();
     filters_.resize(registry.events().size());
     registry.Enable(options_.events, [&](registry::Event& e) {
-      std::string why;
-      filters_[static_cast<std::size_t>(e.id)] =
-          filter::Program::Bind(*parsed, FieldNames(e), FieldTypes(e), &why);
+      filter::Error why;
+      filters_[static_cast<std::size_t>(e.id)] = BindFilter(*parsed, e, &why);
       e.filtered = true;
     });
   } else {

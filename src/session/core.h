@@ -32,6 +32,7 @@
 #include "base/unique_fd.h"
 #include "clock/clock.h"
 #include "filter/filter.h"
+#include "filter/program.h"
 #include "filter/trigger_spec.h"
 #include "format/ctf_metadata.h"
 #include "functrace/functrace.h"
@@ -300,9 +301,10 @@ class Core final : public ring::Owner {
   std::atomic<std::uint64_t> unattached_events_{0};
 };
 
-// The names and type codes of an event's fields, for filter::Program::Bind.
-std::vector<std::string> FieldNames(const registry::Event& e);
-std::vector<std::string> FieldTypes(const registry::Event& e);
+// `parsed` bound to the payload layout of `e` (filter::Program::Bind); nullptr and *error if it
+// does not bind.
+std::unique_ptr<filter::Program> BindFilter(const filter::Parsed& parsed, const registry::Event& e,
+                                            filter::Error* error);
 
 // Wakes the snapshot thread of the flight-mode session (core.cc); async-signal-safe.
 void WakeSnapshotThread();

@@ -145,19 +145,20 @@ bool Core::PrepareTriggers(std::string* error) {
       if (spec.kind == filter::TriggerSpec::Kind::kDuration) {
         applies = applies || e->meta.kind == static_cast<std::uint8_t>(internal::EventKind::kSpan);
       } else {
-        std::string bind_error;
+        filter::Error bind_error;
         std::unique_ptr<filter::Parsed> parsed = filter::Parse(spec.condition, &bind_error);
-        if (parsed && filter::Program::Bind(*parsed, FieldNames(*e), FieldTypes(*e), &bind_error)) {
+        if (parsed && BindFilter(*parsed, *e, &bind_error)) {
           applies = true;
         } else if (why.empty()) {
-          why = e->meta.FullName() + ": " + bind_error;
+          why = e->meta.FullName() + ": " + bind_error.Message() + ")\n" +
+                filter::Caret(spec.condition, bind_error.column);
         }
       }
     }
     if (!applies) {
       *error = what + (spec.kind == filter::TriggerSpec::Kind::kDuration
                            ? "'" + spec.glob + "' names no span (a duration applies to HUSH_SPAN spans)"
-                           : "the condition applies to no matching event (" + why + ")");
+                           : "the condition applies to no matching event (" + why);
       return false;
     }
   }
@@ -192,9 +193,9 @@ void Core::BindTriggers() {
           rule.threshold_cycles = NsToCycles(spec.threshold_ns, calibration_.freq_hz);
         }
       } else if (spec.kind == filter::TriggerSpec::Kind::kField) {
-        std::string why;
+        filter::Error why;
         std::unique_ptr<filter::Parsed> parsed = filter::Parse(spec.condition, &why);
-        if (parsed) rule.condition = filter::Program::Bind(*parsed, FieldNames(*e), FieldTypes(*e), &why);
+        if (parsed) rule.condition = BindFilter(*parsed, *e, &why);
         if (!rule.condition) continue;  // this event lacks a field of the condition
       }
       rules.push_back(std::move(rule));

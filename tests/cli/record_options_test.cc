@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "cli_test_util.h"
@@ -69,6 +70,55 @@ TEST_F(RecordOptionsTest, BadFilterIsRefusedBeforeTheProgramRuns) {
   EXPECT_NE(r.err.find("bad filter, column 8:"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("  argc > && x\n         ^"), std::string::npos) << r.err;
   EXPECT_FALSE(PathExists(trace));  // nothing created, the program never ran
+}
+
+// Issue 15, one filter language: `record --filter`, `start --filter` and `dump --filter` give a
+// syntax error, and what the runtime can never evaluate, in the same words with the same caret.
+TEST_F(RecordOptionsTest, FilterErrorsReadTheSameInRecordAndDump) {
+  // "bad filter, column N: what", the filter, a caret under column N.
+  const auto message = [](const std::string& filter, std::size_t column, const std::string& what) {
+    return "bad filter, column " + std::to_string(column) + ": " + what + "\n  " + filter +
+           "\n  " + std::string(column - 1, ' ') + "^\n";
+  };
+  const std::string trace = dir_ + "/t";
+  for (const auto& [filter, column, what] :
+       std::vector<std::tuple<std::string, std::size_t, std::string>>{
+           {"argc > && x", 8,
+            "expected a number, a string, a field name, $name, $tid, $thread or '(' instead of '&'"},
+           {"argc == 3 && name == \"x", 22, "unterminated string"},
+           {"($tid == 1 || argc ~ 3)", 22,
+            "'~' needs a pattern: a string (\"net:*\") or a bare word"}}) {
+    const RunResult record = Record({"--filter", filter, "-o", trace, CLI_TP_NOPIE, "exit", "0"});
+    EXPECT_EQ(record.status, 2);
+    EXPECT_EQ(record.err, "hushtrace record: " + message(filter, column, what));
+    const RunResult dump = RunCommand({HushtraceCli(), "dump", dir_ + "/nosuch", "--filter", filter});
+    EXPECT_EQ(dump.status, 2);
+    EXPECT_EQ(dump.err, "hushtrace dump: " + message(filter, column, what));
+    EXPECT_FALSE(PathExists(trace));
+  }
+  // $tid and $thread: the runtime refuses them, at the column, before the program runs; dump
+  // accepts them (and fails here only because the trace does not exist).
+  const std::string thread = "argc == 3 && $thread == main";
+  const RunResult record = Record({"--filter", thread, "-o", trace, CLI_TP_NOPIE, "exit", "0"});
+  EXPECT_EQ(record.status, 2);
+  EXPECT_EQ(record.err, "hushtrace record: " +
+                            message(thread, 14,
+                                    "$thread is not known to the runtime filter, which reads the "
+                                    "payload only (dump --filter knows it)"));
+  EXPECT_FALSE(PathExists(trace));
+  const RunResult dump = RunCommand({HushtraceCli(), "dump", dir_ + "/nosuch", "--filter", thread});
+  EXPECT_EQ(dump.err.find("bad filter"), std::string::npos) << dump.err;
+}
+
+// A bind error names the event and the column, and shows the caret.
+TEST_F(RecordOptionsTest, BindErrorsShowTheColumn) {
+  if (hushtest::Emulated()) GTEST_SKIP() << "PROGRAM is qemu-aarch64 here, not the traced file";
+  const RunResult r = Record({"-e", "cliprog:start", "--filter", "argc > 1 || nosuch", "-o",
+                              dir_ + "/t", CLI_TP_NOPIE, "exit", "0"});
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find(": column 13: no field 'nosuch'); "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("was not started\n  argc > 1 || nosuch\n              ^\n"), std::string::npos)
+      << r.err;
 }
 
 // Issue 15: what the program's files say is checked before it starts (program_events.h). The

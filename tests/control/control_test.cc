@@ -228,8 +228,10 @@ TEST(ControlTest, FieldFilter) {
   const std::string pid = std::to_string(t.pid());
   RunResult r = Cli({"start", pid, "-e", "ctl:*", "-o", dir.path() + "/bad", "--filter", "seq >= && seq"});
   EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.err.find("column 8: expected a number, a field name or '(' instead of '&'\n"
-                       "  seq >= && seq\n         ^"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("column 8: expected a number, a string, a field name, $name, $tid, "
+                       "$thread or '(' instead of '&'\n  seq >= && seq\n         ^"),
+            std::string::npos)
+      << r.err;
   r = Cli({"start", pid, "-e", "ctl:*", "-o", dir.path() + "/t", "--filter", "seq >= 10 && seq < 20"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(t.Command("emit 100"), "done");

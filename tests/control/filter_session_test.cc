@@ -60,7 +60,8 @@ TEST(FilterSessionTest, SyntaxErrorNamesTheColumn) {
   hush::SessionOptions o = Options(root + "/t", "bytes > && fd");
   std::string error;
   EXPECT_FALSE(hush::Session::Start(o, &error));
-  EXPECT_EQ(error, "bad filter, column 9: expected a number, a field name or '(' instead of '&'\n"
+  EXPECT_EQ(error, "bad filter, column 9: expected a number, a string, a field name, $name, $tid, "
+                   "$thread or '(' instead of '&'\n"
                    "  bytes > && fd\n          ^");
   o.filter = "size > 3";
   o.output_dir = root + "/u";

@@ -130,8 +130,9 @@ TEST_F(CliTest, DumpFiltersByNameAndTime) {
   EXPECT_EQ(res.out.rfind(want, 0), 0u) << res.out.substr(0, 80);
 }
 
-// `dump --filter` limits (filter_expr.h), each accepted at its value and refused one past it
-// with a usage error, never a crash: 200 levels of '(' and '!', 4096 comparisons, 64 KiB.
+// `dump --filter` limits, the filter language's (src/filter/filter.h), each accepted at its value
+// and refused one past it with a usage error and the column, never a crash: 64 levels of '(' and
+// '!', 1024 comparisons, 4096 bytes.
 TEST_F(CliTest, DumpFilterLimits) {
   const RecordedTrace& r = Recorded();
   ASSERT_EQ(r.error, "");
@@ -139,40 +140,50 @@ TEST_F(CliTest, DumpFilterLimits) {
     return Run({"dump", r.dir, "--filter", filter});
   };
   const auto nested = [](int n) { return std::string(n, '(') + "$tid > 0" + std::string(n, ')'); };
-  CommandResult res = dump(nested(199));  // 200 levels: the comparison is one
+  CommandResult res = dump(nested(64));
   EXPECT_EQ(res.exit_code, 0) << res.err;
   EXPECT_EQ(SplitLines(res.out).size(), r.events.size());
-  res = dump(nested(200));
+  res = dump(nested(65));
   EXPECT_EQ(res.exit_code, 2);
-  EXPECT_NE(
-      res.err.find("--filter: expression nested too deeply (at most 200 levels of '(' and '!')"),
-      std::string::npos)
+  EXPECT_NE(res.err.find("bad filter, column 65: expression nested too deeply (at most 64 levels "
+                         "of '(' and '!')"),
+            std::string::npos)
       << res.err;
-  res = dump(std::string(199, '!') + "$tid == 0");
+  res = dump(std::string(65, '!') + "$tid == 0");  // 65 levels
+  EXPECT_EQ(res.exit_code, 2);
+  res = dump(std::string(64, '!') + "$tid == 0");  // an even number of '!'
+  EXPECT_EQ(res.exit_code, 0) << res.err;
+  EXPECT_EQ(SplitLines(res.out).size(), 0u);
+  res = dump(std::string(63, '!') + "$tid == 0");
   EXPECT_EQ(res.exit_code, 0) << res.err;
   EXPECT_EQ(SplitLines(res.out).size(), r.events.size());
   res = dump(std::string(60000, '!') + "$tid == 0");
   EXPECT_EQ(res.exit_code, 2);
-  EXPECT_NE(res.err.find("nested too deeply"), std::string::npos) << res.err;
+  EXPECT_NE(res.err.find("bad filter, column 4097: filter longer than 4096 bytes"),
+            std::string::npos)
+      << res.err.substr(0, 300);
 
-  const auto chain = [](int n) {
-    std::string text = "$tid == 0";
-    for (int i = 1; i < n; ++i) text += "||$tid>0";
+  const auto chain = [](int n) {  // bare constants: each one is a condition
+    std::string text = "1";
+    for (int i = 1; i < n; ++i) text += "||1";
     return text;
   };
-  res = dump(chain(4096));
+  res = dump(chain(1024));
   EXPECT_EQ(res.exit_code, 0) << res.err;
   EXPECT_EQ(SplitLines(res.out).size(), r.events.size());
-  res = dump(chain(4097));
+  res = dump(chain(1025));
   EXPECT_EQ(res.exit_code, 2);
-  EXPECT_NE(res.err.find("--filter: more than 4096 comparisons"), std::string::npos) << res.err;
+  EXPECT_NE(res.err.find("bad filter, column 3073: more than 1024 comparisons"), std::string::npos)
+      << res.err.substr(0, 300);
 
-  std::string at_limit = "$tid > 0" + std::string(64 * 1024 - 8, ' ');
+  std::string at_limit = "$tid > 0" + std::string(4096 - 8, ' ');
   res = dump(at_limit);
   EXPECT_EQ(res.exit_code, 0) << res.err;
   res = dump(at_limit + " ");
   EXPECT_EQ(res.exit_code, 2);
-  EXPECT_NE(res.err.find("--filter: longer than 65536 bytes"), std::string::npos) << res.err;
+  EXPECT_NE(res.err.find("bad filter, column 4097: filter longer than 4096 bytes"),
+            std::string::npos)
+      << res.err.substr(0, 300);
 }
 
 TEST_F(CliTest, DumpArgumentsAndDamagedTraces) {

@@ -1,6 +1,7 @@
 #include "cli_app.h"
 
 #include "filter/filter.h"
+#include "filter/program.h"
 
 #include <cstdio>
 #include <memory>
@@ -112,11 +113,28 @@ int ParseCommand(CLI::App& app, int argc, char** argv) {
   return -1;
 }
 
+namespace {
+
+void PrintFilterError(const CLI::App& app, const std::string& expr, const filter::Error& error) {
+  std::fprintf(stderr, "%s: bad filter, %s\n", Prefix(app).c_str(),
+               filter::Describe(expr, error).c_str());
+}
+
+}  // namespace
+
+std::unique_ptr<filter::Parsed> ParseFilterOption(const CLI::App& app, const std::string& expr) {
+  filter::Error error;
+  std::unique_ptr<filter::Parsed> parsed = filter::Parse(expr, &error);
+  if (!parsed) PrintFilterError(app, expr, error);
+  return parsed;
+}
+
 bool CheckRuntimeFilter(const CLI::App& app, const std::string& expr) {
-  std::string error;  // "column N: what"
-  if (filter::Parse(expr, &error)) return true;
-  std::fprintf(stderr, "%s: bad filter, %s\n%s\n", Prefix(app).c_str(), error.c_str(),
-               filter::Caret(expr, std::stoul(error.substr(7))).c_str());
+  const std::unique_ptr<filter::Parsed> parsed = ParseFilterOption(app, expr);
+  if (!parsed) return false;
+  filter::Error error;
+  if (filter::Program::Check(*parsed, &error)) return true;
+  PrintFilterError(app, expr, error);
   return false;
 }
 

@@ -22,8 +22,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "filter/filter.h"
 
 namespace hush::cli {
 
@@ -60,9 +63,12 @@ void DescribeWith(CLI::App& app, void (*define)(CLI::App&, Args&)) {
   define(app, args);
 }
 
-// Parses a runtime filter expression (record/start --filter) as the traced process will, so that
-// a typo is refused before anything runs. False after printing "hushtrace CMD: bad filter,
-// column N: what" and the expression with a caret under the column.
+// Parses a filter expression (src/filter/filter.h; every --filter). nullptr after printing
+// "hushtrace CMD: bad filter, column N: what" and the expression with a caret under the column.
+std::unique_ptr<filter::Parsed> ParseFilterOption(const CLI::App& app, const std::string& expr);
+// Parses a runtime filter expression (record/start --filter) as the traced process will, and
+// refuses what the runtime can never evaluate ($tid, $thread: filter::Program::Check), so that a
+// typo is refused before anything runs. False after printing the error as ParseFilterOption.
 bool CheckRuntimeFilter(const CLI::App& app, const std::string& expr);
 
 // Prints "hushtrace CMD: message" and the pointer to --help; returns 2.

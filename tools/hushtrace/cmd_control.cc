@@ -70,7 +70,7 @@ void DefineStart(CLI::App& app, ControlArgs& a) {
   app.add_option("-o,--output", a.output, "trace directory, created 0700 by the process. Default:\n./hushtrace-YYYYMMDD-HHMMSS-PID")->type_name("DIR");
   app.add_option("--mode", a.mode, "default stream")->type_name("stream|flight");
   app.add_option("--buffer-size", a.buffer_size, "ring buffer per thread, 16k to 256M (256k, 4M...). Default: 1M")->type_name("SIZE");
-  app.add_option("--filter", a.filter, "record only events whose fields satisfy EXPR, e.g.\n'bytes > 1000 && fd != 3' (==, !=, <, <=, >, >=, &&, ||, !, ())")->type_name("EXPR");
+  app.add_option("--filter", a.filter, "record only events whose fields satisfy EXPR, e.g.\n'bytes > 1000 && fd != 3' (== != < <= > >= ~, && || ! ( ), \"strings\", $name;\nthe filter language: docs/cli.md, Filters)")->type_name("EXPR");
   AddList(app, "--snapshot-on", a.snapshot_on, "flight mode: write a snapshot to DIR/snapshots/ when an event\nmatching PATTERN is emitted; 'app:req>50ms': when a span lasts\nlonger; 'net:recv[bytes > 1000]': when its fields match")->type_name("PATTERN");
   app.add_option("--snapshot-after", a.snapshot_after, "a triggered snapshot also holds DURATION after the trigger")->type_name("DURATION");
   app.add_option("--snapshot-keep", a.snapshot_keep, "keep the newest N snapshots in DIR/snapshots (0: all). Default: 16")->type_name("N");

@@ -54,7 +54,7 @@ void Define(CLI::App& app, Args& a) {
   DescribeCommand(app, "dump", kUsage, kDescription, kFooter);
   app.add_option("DIR", a.dir, "the trace directory")->type_name("");
   AddList(app, "-e,--event,--events", a.globs, "only events whose provider:name matches GLOB (repeatable; * ? [...]);\na GLOB matching no event of the trace's metadata is an error")->type_name("GLOB");
-  AddList(app, "--filter", a.filter, "only events for which EXPR holds, e.g. 'status >= 500 && path ~ \"/api*\"'\n(== != < <= > >= ~, && || ! ( ); $name $tid $thread; docs/reader.md)")->type_name("EXPR");
+  AddList(app, "--filter", a.filter, "only events for which EXPR holds, e.g. 'status >= 500 && path ~ \"/api*\"'\n(== != < <= > >= ~, && || ! ( ); $name $tid $thread; the filter language:\ndocs/cli.md, Filters)")->type_name("EXPR");
   app.add_option("--since", a.since, "only events at or after T, relative to the first event of the trace")->type_name("T");
   app.add_option("--until", a.until, "only events at or before T (same origin)")->type_name("T");
   app.add_flag("--absolute", a.absolute, "print seconds since the epoch instead of since the first event");
@@ -271,10 +271,10 @@ int RunDump(int argc, char** argv) {
   std::unique_ptr<FilterExpr> filter;
   if (a.filter.size() > 1) return BadArgs("--filter given twice (combine with && instead)");
   if (!a.filter.empty()) {
-    std::string error;
     if (a.filter[0].empty()) return BadArgs("--filter needs an expression");
-    filter = FilterExpr::Parse(a.filter[0], &error);
-    if (!filter) return BadArgs(error);
+    std::unique_ptr<filter::Parsed> parsed = ParseFilterOption(app, a.filter[0]);
+    if (!parsed) return 2;
+    filter = std::make_unique<FilterExpr>(std::move(parsed));
   }
   if (a.format != "text" && a.format != "json") return BadArgs("--format needs text or json");
   const bool json = a.format == "json", absolute = a.absolute;

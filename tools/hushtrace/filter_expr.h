@@ -1,43 +1,44 @@
-// `hushtrace dump --filter EXPR`: a small boolean expression over an event's fields.
+// `hushtrace dump --filter EXPR`: the read-side back end of the filter language
+// (src/filter/filter.h, docs/cli.md "Filters"): the syntax tree filter::Parse() made, bound per
+// event class by the binder every filter shares (src/filter/bind.h) and run on reader::Event.
 //
-//   expr    := or
-//   or      := and ( "||" and )*
-//   and     := unary ( "&&" unary )*
-//   unary   := "!" unary | "(" expr ")" | compare
-//   compare := operand OP literal            OP: == != < <= > >= ~ (glob match, strings)
-//   operand := FIELD | $name | $tid | $thread      (event name, thread id, thread name)
-//   literal := integer (decimal, 0x hex, signed) | decimal/float | "string" (\" \\ escapes)
-//              | true | false | bare word (an enum label)
-//
-// Integers compare exactly (128-bit); a float on either side compares as double; strings
-// compare bytewise, `~` matches a glob (fnmatch); enum fields compare their label with a string
-// or a bare word, their value with a number; bools with true/false or numbers. A comparison on a
-// field the event does not have, or of incompatible types, is false (so `!(x == 1)` holds for
-// events without x). Parse errors name the byte offset.
-//
-// Limits (the parser and the evaluator recurse): at most kMaxFilterExprBytes bytes, 200 levels
-// of '(' and '!', kMaxFilterExprComparisons comparisons.
+// The binding is the lenient one (filter::Layout::strict false): any event of the trace comes by,
+// so a comparison involving a field the event does not have, or a field of a type that does not
+// compare with its other side, is false (`!(x == 1)` holds for events without x). $tid and
+// $thread are the event's thread id and thread name; $name its "provider:name".
 #ifndef HUSHTRACE_TOOLS_HUSHTRACE_FILTER_EXPR_H_
 #define HUSHTRACE_TOOLS_HUSHTRACE_FILTER_EXPR_H_
 
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "filter/bind.h"
+#include "filter/filter.h"
 #include "hushtrace/reader.h"
 
 namespace hush::cli {
 
-inline constexpr std::size_t kMaxFilterExprBytes = 64 * 1024;
-inline constexpr std::size_t kMaxFilterExprNesting = 200;
-inline constexpr std::size_t kMaxFilterExprComparisons = 4096;
-
 class FilterExpr {
  public:
-  // nullptr and *error on a syntax error.
-  static std::unique_ptr<FilterExpr> Parse(std::string_view text, std::string* error);
-  virtual ~FilterExpr() = default;
-  virtual bool Matches(const reader::Event& event) const = 0;
+  // The parsed text (filter::Parse; nullptr and *error on a syntax error).
+  static std::unique_ptr<FilterExpr> Parse(const std::string& text, filter::Error* error);
+  explicit FilterExpr(std::unique_ptr<filter::Parsed> parsed) : parsed_(std::move(parsed)) {}
+
+  // Whether `event` satisfies the filter. Binds the filter once per event class (the binding is
+  // kept until the filter is destroyed; the events may come from any one trace at a time).
+  bool Matches(const reader::Event& event);
+
+ private:
+  struct Bound {
+    const reader::EventClass* event_class = nullptr;
+    filter::Code code;
+  };
+  const filter::Code& CodeFor(const reader::EventClass& event_class);
+
+  std::unique_ptr<filter::Parsed> parsed_;
+  std::vector<Bound> bound_;  // by EventClass::index
 };
 
 }  // namespace hush::cli

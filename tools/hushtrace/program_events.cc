@@ -16,6 +16,7 @@
 #include "elf/elf_file.h"
 #include "export/symbolizer.h"
 #include "filter/filter.h"
+#include "filter/program.h"
 #include "func_profile.h"
 #include "record_functions.h"
 
@@ -250,25 +251,26 @@ bool CheckProgramEvents(const ProgramEvents& events, const std::string& program,
     }
   }
   if (!has_filter || selected.empty()) return true;
-  std::string error;
+  filter::Error error;
   const std::unique_ptr<filter::Parsed> parsed = filter::Parse(filter_text, &error);
   if (!parsed) return true;  // a syntax error was refused before (CheckRuntimeFilter)
   std::string first_why;
+  filter::Error first_error;
   for (const registry::MetaRecord* e : selected) {
     std::vector<std::string> names, types;
     for (const registry::FieldInfo& f : e->fields) {
       names.push_back(f.name);
       types.push_back(f.type);
     }
-    std::string why;
-    if (filter::Program::Bind(*parsed, names, types, &why)) return true;
-    if (first_why.empty()) first_why = e->FullName() + ": " + why;
+    filter::Error why;
+    if (filter::Program::Bind(*parsed, e->FullName(), names, types, &why)) return true;
+    if (first_why.empty()) first_why = e->FullName() + ": " + why.Message(), first_error = why;
   }
   std::fprintf(stderr,
                "hushtrace record: --filter '%s' applies to none of the %zu tracepoints the event "
-               "patterns select in %s and its libraries (%s); %s was not started\n",
+               "patterns select in %s and its libraries (%s); %s was not started\n%s\n",
                filter_text.c_str(), selected.size(), program.c_str(), first_why.c_str(),
-               program.c_str());
+               program.c_str(), filter::Caret(filter_text, first_error.column).c_str());
   return false;
 }
 
