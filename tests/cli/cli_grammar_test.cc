@@ -55,6 +55,16 @@ TEST(CliGrammar, EveryCommandHasHelpAndOneErrorFormat) {
       EXPECT_EQ(h.out.rfind("usage: hushtrace " + c, 0), 0u) << h.out;
       EXPECT_TRUE(Contains(h.out, "-h,--help")) << h.out;
     }
+    // The options' column: an option line's description starts at the same column, at least two
+    // blanks after the option (or on the next line, for an option too long for that).
+    for (const std::string& line : Lines(Cli({c, "--help"}).out)) {
+      if (line.rfind("  -", 0) != 0) continue;
+      const std::size_t gap = line.find("  ", 2);
+      if (gap == std::string::npos) continue;  // the description is on the next line
+      const std::size_t desc = line.find_first_not_of(' ', gap);
+      EXPECT_EQ(desc, 30u) << "description column: '" << line << "'";
+      EXPECT_GE(desc - gap, 2u) << line;
+    }
     const std::string see = "(see 'hushtrace " + c + " --help')\n";
     RunResult r = Cli({c, "--no-such-option"});
     EXPECT_EQ(r.status, 2);

@@ -19,9 +19,26 @@ class CommandFormatter : public CLI::Formatter {
       : usage_(std::move(usage)), description_(std::move(description)) {
     label("Positionals", "arguments");
     label("OPTIONS", "options");
-    column_width(28);
+    column_width(30);  // option texts up to 26 characters keep their description on their line
   }
   std::string make_description(const CLI::App*) const override { return ""; }
+  // An option and its description are at least two blanks apart (CLI11 2.1 leaves one when the
+  // option's text ends one column before the description's); an option too long for that puts
+  // its description on the next line, at the same column, as GNU tools do.
+  std::string make_option(const CLI::Option* opt, bool is_positional) const override {
+    const std::string name = "  " + make_option_name(opt, is_positional) + make_option_opts(opt);
+    const std::string description = make_option_desc(opt);
+    const std::size_t column = get_column_width();
+    std::string out = name;
+    if (!description.empty()) {
+      out += name.size() + 2 > column ? "\n" + std::string(column, ' ') : std::string(column - name.size(), ' ');
+      for (const char c : description) {
+        out += c;
+        if (c == '\n') out += std::string(column, ' ');
+      }
+    }
+    return out + "\n";
+  }
   std::string make_usage(const CLI::App*, std::string) const override {
     std::string out = "usage: hushtrace " + usage_ + "\n";
     if (!description_.empty()) out += "\n" + description_ + (description_.back() == '\n' ? "" : "\n");
