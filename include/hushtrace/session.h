@@ -27,11 +27,22 @@ enum class Mode {
   kFlight,  // rings overwrite their oldest packets; written at exit, on SIGUSR2 or Snapshot()
 };
 
+// SessionOptions::buffer_budget when 0 (or 4 rings of buffer_size, if more).
+inline constexpr std::size_t kDefaultBufferBudget = std::size_t{64} << 20;
+
 struct SessionOptions {
   std::vector<std::string> events;  // globs over "provider:name"
   std::string output_dir;           // created 0700; must not exist or be empty
   Mode mode = Mode::kStream;
   std::size_t buffer_size = 1 << 20;  // per thread ring, in bytes (>= 16 KiB)
+  // The most ring memory the session may take, all threads together (blocks of its ring files:
+  // page cache or tmpfs, and disk). 0: kDefaultBufferBudget, or 4 rings of buffer_size if that is
+  // more. Each thread's ring is paid for as it grows (the header and a first sub-buffer when the
+  // thread's first event comes, each other sub-buffer when first used); once half the budget is
+  // spent, new threads get compact rings (4 KiB sub-buffers), and once it is all spent a thread
+  // without a ring, or whose ring cannot grow, discards its events and counts them. So memory
+  // stays bounded whatever the number of threads. Start() fails if it cannot hold one ring.
+  std::size_t buffer_budget = 0;
   // Stream mode, for development runs that must not lose an event (LTTng's blocking channels):
   // a thread whose ring is full waits up to this long for the consumer to write a packet, instead
   // of discarding (and counting) the event. 0: never waits, the production setting. A thread

@@ -16,6 +16,7 @@ inline constexpr char kSnapshotKeep[] = "HUSHTRACE_SNAPSHOT_KEEP";    // N snaps
 inline constexpr char kFilter[] = "HUSHTRACE_FILTER";            // filter expression
 inline constexpr char kControl[] = "HUSHTRACE_CONTROL";          // 1: control socket at start-up
 inline constexpr char kBufferSize[] = "HUSHTRACE_BUFFER_SIZE";   // base::ParseSize syntax, limits below
+inline constexpr char kBufferBudget[] = "HUSHTRACE_BUFFER_BUDGET";  // all rings together, ParseSize syntax
 inline constexpr char kFunctions[] = "HUSHTRACE_FUNCTIONS";      // globs over function names
 inline constexpr char kFunctionDepth[] = "HUSHTRACE_FUNCTION_DEPTH";
 inline constexpr char kMinDuration[] = "HUSHTRACE_MIN_DURATION";  // ns
@@ -28,6 +29,11 @@ inline constexpr char kBlocking[] = "HUSHTRACE_BLOCKING";        // duration: a 
 // 1 MiB).
 inline constexpr unsigned long long kMinBufferSize = 16ull << 10;
 inline constexpr unsigned long long kMaxBufferSize = 256ull << 20;
+// HUSHTRACE_BUFFER_BUDGET, `record --buffer-budget`: the most ring memory of a session
+// (SessionOptions::buffer_budget); at least one ring, at most 1 TiB.
+inline constexpr unsigned long long kMaxBufferBudget = 1ull << 40;
+// A ring's header, which the budget pays for besides the buffer (ring/ring_layout.h checks it).
+inline constexpr unsigned long long kRingHeaderBytes = 4096;
 
 // Every variable above: `record` clears those it does not set, so a value left in the user's
 // environment never mixes with the options given on the command line.
@@ -35,7 +41,8 @@ inline constexpr const char* kAll[] = {kEvents,  kOutput,     kMode,      kSnaps
                                        kSnapshotIntervalMs,   kFilter,    kControl,
                                        kBufferSize, kFunctions, kFunctionDepth,
                                        kMinDuration, kSched,  kFollow,
-                                       kSnapshotAfter, kSnapshotKeep, kBlocking};
+                                       kSnapshotAfter, kSnapshotKeep, kBlocking,
+                                       kBufferBudget};
 
 }  // namespace hush::base::env
 

@@ -74,6 +74,15 @@ using format::Load;
 using format::Store;
 namespace field = format::field;
 
+// Takes `bytes` from `budget` if it holds that many (the session's rings share it).
+bool TakeFromBudget(std::atomic<std::uint64_t>* budget, std::uint64_t bytes) {
+  std::uint64_t left = budget->load(std::memory_order_relaxed);
+  do {
+    if (left < bytes) return false;
+  } while (!budget->compare_exchange_weak(left, left - bytes, std::memory_order_relaxed));
+  return true;
+}
+
 int WriteAll(int fd, const char* data, std::size_t len) {
   while (len > 0) {
     const ssize_t n = ::write(fd, data, len);
@@ -109,12 +118,16 @@ int WriteZeros(int fd, std::size_t len) {
 enum PopulateState : int { kPopulateUnknown, kPopulateReserves, kPopulateDoesNot };
 std::atomic<int> g_populate{kPopulateUnknown};
 
-bool PopulateWriteReserves(void* hole_page, std::size_t page_size) {
+// `hole_page` is the page at `offset` of file `fd`, mapped and not reserved yet. The probe (once
+// per process) gives the page's block back afterwards: no sub-buffer was paid for it (budget).
+bool PopulateWriteReserves(void* hole_page, std::size_t page_size, int fd, std::size_t offset) {
   const int known = g_populate.load(std::memory_order_relaxed);
   if (known != kPopulateUnknown) return known == kPopulateReserves;
   unsigned char resident = 0;
   const bool reserves = ::madvise(hole_page, page_size, MADV_POPULATE_WRITE) == 0 &&
                         ::mincore(hole_page, page_size, &resident) == 0 && (resident & 1) != 0;
+  ::fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
+              static_cast<off_t>(page_size));  // best effort: a page at worst
   g_populate.store(reserves ? kPopulateReserves : kPopulateDoesNot, std::memory_order_relaxed);
   return reserves;
 }
@@ -178,13 +191,28 @@ std::unique_ptr<Ring> Ring::Create(int ring_dirfd, std::uint32_t index, const Ri
   // which a short program paid at exit (docs/benchmarks.md, "Per exec under a session"); the
   // zeros cost ~20 µs per 64 KiB and are pages the producer writes anyway.
   base::UniqueFd file(fd);
-  // Every failure from here: the message with errno, and no file left behind.
+  // The budget pays for what is reserved now (more below if everything must be).
+  std::uint64_t paid = 0;
+  const auto pay = [&](std::uint64_t bytes) {
+    if (config.budget != nullptr && !TakeFromBudget(config.budget, bytes)) return false;
+    paid += bytes;
+    return true;
+  };
+  // Every failure from here: the message with errno, nothing paid, and no file left behind.
   const auto fail = [&](const char* what) -> std::unique_ptr<Ring> {
-    *error = std::string(what) + " ring file " + name + ": " + std::strerror(errno);
+    const int e = errno;
+    *error = e == ENOBUFS ? std::string("the session's buffer budget is used up: no ring for this thread")
+                          : std::string(what) + " ring file " + name + ": " + std::strerror(e);
+    if (config.budget != nullptr) config.budget->fetch_add(paid, std::memory_order_relaxed);
     file.reset();
     ::unlinkat(ring_dirfd, name.c_str(), 0);
+    errno = e;
     return nullptr;
   };
+  if (!pay(kRingHeaderSize + config.subbuf_size)) {
+    errno = ENOBUFS;
+    return fail("");
+  }
   if (::ftruncate(fd, static_cast<off_t>(size)) != 0 ||
       WriteZeros(fd, kRingHeaderSize + config.subbuf_size) != 0) {  // from offset 0
     return fail("cannot size");
@@ -203,7 +231,12 @@ std::unique_ptr<Ring> Ring::Create(int ring_dirfd, std::uint32_t index, const Ri
   const std::size_t last_page = (size - 1) / page * page;
   bool all_reserved = size <= written;
   if (!all_reserved && (last_page < written ||
-                        !PopulateWriteReserves(static_cast<char*>(mapping) + last_page, page))) {
+                        !PopulateWriteReserves(static_cast<char*>(mapping) + last_page, page, fd, last_page))) {
+    if (!pay(size - written)) {
+      ::munmap(mapping, size);
+      errno = ENOBUFS;
+      return fail("");
+    }
     if (::fallocate(fd, 0, 0, static_cast<off_t>(size)) != 0 && errno != EOPNOTSUPP) {
       const int e = errno;
       ::munmap(mapping, size);
@@ -216,6 +249,10 @@ std::unique_ptr<Ring> Ring::Create(int ring_dirfd, std::uint32_t index, const Ri
   std::unique_ptr<Ring> ring(new Ring(index, config, mapping, size, true));
   ring->reserved_subbufs_ = 1;
   if (all_reserved) ring->all_reserved_.store(true, std::memory_order_relaxed);  // not shared yet
+  ring->budget_ = config.budget;
+  for (std::uint32_t slot = 0; slot < (all_reserved ? config.subbuf_count : 1); ++slot) {
+    ring->paid_[slot / 64].fetch_or(std::uint64_t{1} << (slot % 64), std::memory_order_relaxed);
+  }
   return ring;
 }
 
@@ -223,6 +260,10 @@ bool Ring::Prefault() {
   if (prefault_tried_) return prefaulted_;
   prefault_tried_ = true;
   if (!owns_mapping_) return false;
+  // Populating reserves every sub-buffer: the budget pays for those not paid for yet first.
+  for (std::uint32_t slot = 0; slot < subbuf_count_; ++slot) {
+    if (!PaySubbuf(slot)) return false;  // the producer pays for each as it comes, or discards
+  }
   // Sets up page-table entries (write faults of a shared mapping: page_mkwrite, no data change),
   // never touching the bytes the producer writes meanwhile. page_mkwrite reserves the blocks of
   // pages not yet reserved; on a full file system it fails, and so does this call (EFAULT where
@@ -335,7 +376,22 @@ void Ring::ClosePacket(internal::ThreadWriter& w, std::uint64_t ts_end) {
   open_.store(false, std::memory_order_relaxed);
 }
 
+bool Ring::PaySubbuf(std::uint32_t slot) {
+  if (budget_ == nullptr) return true;
+  std::atomic<std::uint64_t>& word = paid_[slot / 64];
+  const std::uint64_t bit = std::uint64_t{1} << (slot % 64);
+  // Relaxed: the bits only keep the producer and the consumer from paying twice for one
+  // sub-buffer; the budget is a count, ordered with nothing.
+  if ((word.load(std::memory_order_relaxed) & bit) != 0) return true;
+  if (!TakeFromBudget(budget_, subbuf_size_)) return false;
+  if ((word.fetch_or(bit, std::memory_order_relaxed) & bit) != 0) {
+    budget_->fetch_add(subbuf_size_, std::memory_order_relaxed);  // the other side paid first
+  }
+  return true;
+}
+
 bool Ring::ReserveSubbuf(std::uint32_t slot) {
+  if (!PaySubbuf(slot)) return false;  // no budget: discarded and counted
   // MADV_POPULATE_WRITE, as Prefault does for the whole ring: page_mkwrite reserves each page's
   // blocks and the call fails (EFAULT) where a write would raise SIGBUS. Not pwrite(): past
   // RLIMIT_FSIZE a write raises SIGXFSZ even inside the file, and this may run in a signal

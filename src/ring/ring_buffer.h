@@ -25,7 +25,19 @@ struct RingConfig {
   RingMode mode = RingMode::kStream;
   std::uint8_t uuid[16] = {};
   std::uint32_t pid = 0;
+  // The bytes of ring file the session may still reserve (its buffer budget, shared by all its
+  // rings; see "Budget" below); nullptr: no bound.
+  std::atomic<std::uint64_t>* budget = nullptr;
 };
+
+// Budget. A ring's memory is the blocks reserved for it: the header and sub-buffer 0 when it is
+// created, every other sub-buffer when its first packet opens (the producer, ReserveSubbuf) or
+// when the consumer populates a busy ring (Prefault). Each of these takes its bytes from
+// RingConfig::budget first, once per sub-buffer whoever reserves it (a bit per sub-buffer says
+// whose bytes were taken). When the budget cannot pay: Create fails (ENOBUFS), the producer
+// discards and counts as on a full file system, Prefault leaves the ring to the producer. The
+// producer never writes a sub-buffer that was not paid for, so the pages a session's rings can
+// make resident, on disk or in tmpfs, never exceed the budget.
 
 // Where a snapshot copy of a ring stands (CopyForSnapshot): private to the snapshot, so that a
 // snapshot never moves what WriteNew() writes next nor what the producer counts as saved.
@@ -166,7 +178,8 @@ class Ring {
   };
   std::size_t CopyOpenPiece(std::uint64_t produced, std::size_t offset, std::uint64_t begin_ts,
                             bool drop_if_closed, OpenPiece* piece);
-  // Producer: reserves the blocks of sub-buffer `slot` (first lap; see Create). False: no space.
+  // Producer: reserves the blocks of sub-buffer `slot` (first lap; see Create). False: no space,
+  // or no budget.
   bool ReserveSubbuf(std::uint32_t slot);
   // The open packet `produced` committed up to `*end` (from the packet start), its last event at
   // `*last_ts`. False while no packet is open or being opened (`*commit_word` tells which), while
@@ -203,6 +216,11 @@ class Ring {
   char last_header_[kPacketHeaderSize] = {};  // the last packet header written to disk
   std::uint64_t last_lost_total_ = 0;         // its events_discarded as written
   bool have_last_header_ = false;
+  // Budget (see above): the session's, and which sub-buffers were paid for (bit i: sub-buffer i).
+  std::atomic<std::uint64_t>* budget_ = nullptr;
+  std::atomic<std::uint64_t> paid_[kMaxSubbufCount / 64] = {};
+  // Takes the bytes of sub-buffer `slot` from the budget unless it was paid for already.
+  bool PaySubbuf(std::uint32_t slot);
   bool prefault_tried_ = false;
   bool prefaulted_ = false;
 };

@@ -38,6 +38,7 @@ inline constexpr std::size_t kMaxSubbufSize = std::size_t{1} << 20;
 // limit the CLI and the environment protocol check too (base/env.h).
 inline constexpr std::size_t kMaxBufferSize = kMaxSubbufSize * kMaxSubbufCount;
 static_assert(kMaxBufferSize == base::env::kMaxBufferSize);
+static_assert(kRingHeaderSize == base::env::kRingHeaderBytes);
 
 // A sub-buffer holds one CTF packet: format::PacketHeader (format/packet.h, the owner of every
 // byte that reaches a stream file), then events.

@@ -226,6 +226,8 @@ void Core::OnForkChild() {
   child->ring_dirfd_ = std::move(parent->ring_dirfd_);
   child->subbuf_size_ = parent->subbuf_size_;
   child->subbuf_count_ = parent->subbuf_count_;
+  child->budget_ = parent->budget_;  // a budget of its own: its rings are its own memory
+  child->budget_left_.store(parent->budget_, std::memory_order_relaxed);
   child->info_ = parent->info_;
   child->info_.pid = static_cast<std::uint32_t>(::getpid());
   child->calibration_ = parent->calibration_;
@@ -320,6 +322,17 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
     subbuf_count_ = static_cast<std::uint32_t>(std::min<std::size_t>(
         options_.buffer_size / subbuf_size_, ring::kMaxSubbufCount));
   }
+  // The budget must hold one full ring (a lone thread is never the one that runs out).
+  const std::uint64_t ring_bytes = ring::kRingHeaderSize + std::uint64_t{subbuf_size_} * subbuf_count_;
+  budget_ = options_.buffer_budget != 0
+                ? options_.buffer_budget
+                : std::max<std::uint64_t>(kDefaultBufferBudget, 4 * ring_bytes);
+  if (budget_ < ring_bytes) {
+    *error = "buffer budget " + std::to_string(budget_) + " bytes cannot hold one ring of buffer size " +
+             std::to_string(options_.buffer_size) + " (" + std::to_string(ring_bytes) + " bytes with its header)";
+    return false;
+  }
+  budget_left_.store(budget_, std::memory_order_relaxed);
   output_dir_ = options_.output_dir;
   dirfd_ = CreateTraceDirectory(output_dir_, &created_dir_, error);
   if (!dirfd_) return false;
@@ -497,6 +510,18 @@ ring::Ring* Core::Attach(internal::ThreadWriter& w, bool fresh) {
   ring::RingConfig config;
   config.subbuf_size = subbuf_size_;
   config.subbuf_count = subbuf_count_;
+  config.budget = &budget_left_;
+  // Past half the budget, new threads get compact rings: 4 KiB sub-buffers (8 KiB for the header
+  // and a first one), so that thousands of threads still each get a ring. Their largest event is
+  // 4 KiB less the headers; a larger one is discarded and counted as in any ring.
+  if (budget_left_.load(std::memory_order_relaxed) < budget_ / 2) {
+    if (!warned_budget_.exchange(true, std::memory_order_relaxed)) {
+      std::fprintf(stderr, "hushtrace: half the buffer budget (%llu MiB) is taken: new threads get compact "
+                           "rings of %u x 4 KiB\n",
+                   static_cast<unsigned long long>(budget_ >> 20), subbuf_count_);
+    }
+    config.subbuf_size = ring::kMinSubbufSize;
+  }
   config.mode = options_.mode == Mode::kFlight ? ring::RingMode::kFlight : ring::RingMode::kStream;
   std::memcpy(config.uuid, info_.uuid, sizeof config.uuid);
   config.pid = info_.pid;
@@ -512,6 +537,9 @@ ring::Ring* Core::Attach(internal::ThreadWriter& w, bool fresh) {
   lock.unlock();
   std::string error;
   std::unique_ptr<ring::Ring> r = CreateBufferFiles(dirfd, ring_dirfd, config, &error);
+  if (!r && errno == ENOBUFS) {
+    error += " (" + std::to_string(budget_ >> 20) + " MiB; --buffer-budget, HUSHTRACE_BUFFER_BUDGET)";
+  }
   lock.lock();
   if (--creating_ == 0) created_cv_.notify_all();
   if (!r) {

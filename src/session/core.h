@@ -180,6 +180,7 @@ class Core final : public ring::Owner {
   std::atomic<bool> warned_oversize_{false};
   std::atomic<bool> warned_alloc_{false};
   std::atomic<bool> warned_attach_{false};  // a thread's buffer could not be created
+  std::atomic<bool> warned_budget_{false};  // half the buffer budget is taken (compact rings)
   // Events of threads whose buffer could not be created (no stream records them): counted in
   // Stats().events_without_buffer and reported by Stop(). Relaxed: a statistic.
   void CountUnattached() { unattached_events_.fetch_add(1, std::memory_order_relaxed); }
@@ -244,6 +245,10 @@ class Core final : public ring::Owner {
   std::condition_variable created_cv_;
   std::size_t subbuf_size_ = 0;
   std::uint32_t subbuf_count_ = 0;
+  // SessionOptions::buffer_budget as resolved by Start, and what of it the rings have not taken
+  // (ring/ring_buffer.h, "Budget"; shared with every ring of the session).
+  std::uint64_t budget_ = 0;
+  std::atomic<std::uint64_t> budget_left_{0};
   format::TraceInfo info_;
   clock::Calibration calibration_;
   SlotTable slots_;

@@ -161,6 +161,14 @@ void StartFromEnvironment() {
       return;
     }
   }
+  if (const char* budget = ::secure_getenv(env::kBufferBudget); budget != nullptr && *budget != '\0') {
+    if (!ParseSize(budget, &options.buffer_budget) || options.buffer_budget == 0) {
+      std::fprintf(stderr,
+                   "hushtrace: HUSHTRACE_BUFFER_BUDGET='%s' is not a size (e.g. 64M, 1G); tracing is off\n",
+                   budget);
+      return;
+    }
+  }
   if (options.follow_children && !options.output_dir.empty()) {
     // HUSHTRACE_OUTPUT already holds a trace: an ancestor that follows its children exec'd this
     // program. Its events get their own trace in a subdirectory (its event ids differ), on the

@@ -753,6 +753,11 @@ TEST_F(CliRecord, BadArguments) {
        "bad buffer size '257M': use a size from 16k to 256M"},
       {{"--buffer-size", "268435457", CLI_TP_PIE}, "bad buffer size '268435457'"},
       {{"--buffer-size", "4G", CLI_TP_PIE}, "bad buffer size '4G'"},
+      // The budget must hold one ring with its header (what the runtime checks at start).
+      {{"--buffer-budget", "1M", CLI_TP_PIE}, "bad buffer budget '1M': use a size that holds one ring of 1M"},
+      {{"--buffer-size", "64k", "--buffer-budget", "64k", CLI_TP_PIE}, "bad buffer budget '64k'"},
+      {{"--buffer-budget", "x", CLI_TP_PIE}, "bad buffer budget 'x'"},
+      {{"--buffer-budget", "2T", CLI_TP_PIE}, "bad buffer budget '2T'"},
       {{"-e", "", CLI_TP_PIE}, "empty event pattern"},
       {{"-e", " , ", CLI_TP_PIE}, "empty event pattern"},
       {{"-e"}, "option --events needs a value"},

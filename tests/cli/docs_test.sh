@@ -61,8 +61,8 @@ complete_words() {
   fail "'hushtrace re<TAB>' gives: $(complete_words hushtrace re)"
 [ "$(complete_words hushtrace s | tr '\n' ' ')" = "ship snapshot start status stop " ] ||
   fail "'hushtrace s<TAB>' gives: $(complete_words hushtrace s)"
-[ "$(complete_words hushtrace record --buf)" = "--buffer-size" ] ||
-  fail "'hushtrace record --buf<TAB>' gives: $(complete_words hushtrace record --buf)"
+[ "$(complete_words hushtrace record --buffer-s)" = "--buffer-size" ] ||
+  fail "'hushtrace record --buffer-s<TAB>' gives: $(complete_words hushtrace record --buffer-s)"
 [ "$(complete_words hushtrace record -o out --no-f)" = "--no-follow" ] ||
   fail "'hushtrace record -o out --no-f<TAB>' gives: $(complete_words hushtrace record -o out --no-f)"
 # A file name where no option is being typed.

@@ -3,6 +3,11 @@
 // emitted event is either read once, in order, or accounted for by a loss counter.
 #include "runtime/mt_common.h"
 
+#include <sys/stat.h>
+
+#include <condition_variable>
+#include <mutex>
+
 namespace hushtest_mt {
 namespace {
 
@@ -312,6 +317,139 @@ TEST_F(SignalTest, StreamModeTraceStaysReadableAndCountsAddUp) {
   const hushtest::ProcessResult cli = hushtest::RunBabeltrace(s->output_dir());
   EXPECT_TRUE(cli.exited && cli.exit_code == 0) << cli.Describe();
   EXPECT_EQ(cli.err.find("ERROR"), std::string::npos) << cli.err.substr(0, 2000);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The buffer budget (SessionOptions::buffer_budget, ring/ring_buffer.h "Budget")
+// ---------------------------------------------------------------------------------------------
+
+// Blocks the ring files of a trace hold now (what its rings take of the page cache or tmpfs).
+std::uint64_t RingFileBytes(const std::string& trace) {
+  std::uint64_t bytes = 0;
+  for (const std::string& name : hushtest::ListDir(trace + "/.ring")) {
+    struct stat st;
+    if (::lstat((trace + "/.ring/" + name).c_str(), &st) == 0) bytes += static_cast<std::uint64_t>(st.st_blocks) * 512;
+  }
+  return bytes;
+}
+
+// Options of a session of mt:* events with 1 MiB rings (8 sub-buffers of 128 KiB) and `budget`.
+hush::SessionOptions BudgetOptions(const std::string& dir, std::size_t budget,
+                                   hush::Mode mode = hush::Mode::kStream) {
+  hush::SessionOptions o;
+  o.events = {"mt:*"};
+  o.output_dir = dir;
+  o.mode = mode;
+  o.buffer_size = 1 << 20;
+  o.buffer_budget = budget;
+  return o;
+}
+
+// Issue 17: 400 live threads, 1 MiB rings, a budget of 4 MiB (400 full rings would be 400 MiB).
+// Every thread's short burst is recorded or counted; the ring files never hold more than the
+// budget; past half of it, threads got compact rings, so far more threads than 4 full rings'
+// worth have a ring; the ones that found the budget spent are counted as without a buffer.
+TEST(Budget, FourHundredLiveThreadsStayWithinTheBudgetAndEveryEventIsRecordedOrCounted) {
+  TempDir dir("budget");
+  const hush::SessionOptions o = BudgetOptions(dir.Sub("trace"), 4 << 20);
+  std::string error;
+  auto s = hush::Session::Start(o, &error);
+  ASSERT_NE(s, nullptr) << error;
+  constexpr std::uint32_t kThreads = 400;
+  constexpr std::uint64_t kBurst = 5;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::uint32_t done = 0;
+  bool release = false;
+  std::vector<std::thread> pool;
+  for (std::uint32_t k = 0; k < kThreads; ++k) {
+    pool.emplace_back([&, k] {
+      for (std::uint64_t i = 0; i < kBurst; ++i) HUSH_TRACE(mt, seq, k, i);
+      std::unique_lock<std::mutex> lock(mu);
+      ++done;
+      cv.notify_all();
+      cv.wait(lock, [&] { return release; });  // alive, holding its ring, until all are done
+    });
+  }
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return done == kThreads; });
+  }
+  const std::uint64_t held = RingFileBytes(o.output_dir);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  for (auto& t : pool) t.join();
+  s->Stop();
+  const hush::SessionStats stats = s->Stats();
+  EXPECT_LE(held, o.buffer_budget) << "ring files hold more than the budget";
+  EXPECT_GT(stats.rings, 4u * 8) << "compact rings: far more threads than full rings fit";
+  EXPECT_LT(stats.rings, kThreads) << "a 4 MiB budget cannot give 400 threads a ring each";
+  const Trace t = ReadTrace(s->output_dir());
+  ASSERT_TRUE(t.ok) << t.error;
+  EXPECT_EQ(t.events.size() + t.TotalDiscarded() + stats.events_without_buffer, kThreads * kBurst);
+  EXPECT_EQ(t.events.size(), std::uint64_t{stats.rings} * kBurst) << "a thread with a ring loses nothing";
+  const auto views = PerThread(t);
+  EXPECT_EQ(views.size(), stats.rings);
+}
+
+// A ring that would grow past the budget: the sub-buffers it cannot pay for are never used, its
+// events beyond them are discarded and counted, and the files hold no more than the budget.
+// Budget: one full ring (1 MiB + header). Another live thread holds a ring's header and first
+// sub-buffer, so this thread's ring can pay for 6 of its 8 sub-buffers (flight mode: no write-out
+// recycles them, the ring alone decides what is kept).
+TEST(Budget, ARingThatCannotGrowDiscardsAndCountsInsteadOfTakingMemory) {
+  TempDir dir("budget");
+  const hush::SessionOptions o = BudgetOptions(dir.Sub("trace"), (1 << 20) + 4096, hush::Mode::kFlight);
+  std::string error;
+  auto s = hush::Session::Start(o, &error);
+  ASSERT_NE(s, nullptr) << error;
+  std::mutex mu;
+  std::condition_variable cv;
+  int step = 0;
+  std::thread other([&] {
+    HUSH_TRACE(mt, seq, 1u, std::uint64_t{0});
+    std::unique_lock<std::mutex> lock(mu);
+    step = 1;
+    cv.notify_all();
+    cv.wait(lock, [&] { return step == 2; });
+  });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return step == 1; });
+  }
+  constexpr std::uint64_t kN = 200000;  // 16 B events: ~1.5 MiB, more than 6 sub-buffers hold
+  for (std::uint64_t i = 0; i < kN; ++i) HUSH_TRACE(mt, seq, 0u, i);
+  const std::uint64_t held = RingFileBytes(o.output_dir);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    step = 2;
+  }
+  cv.notify_all();
+  other.join();
+  s->Stop();
+  const hush::SessionStats stats = s->Stats();
+  EXPECT_LE(held, o.buffer_budget) << "ring files hold more than the budget";
+  EXPECT_EQ(stats.rings, 2u);
+  EXPECT_GT(stats.events_discarded, 0u) << "the ring could not grow to 8 sub-buffers";
+  const Trace t = ReadTrace(s->output_dir());
+  ASSERT_TRUE(t.ok) << t.error;
+  EXPECT_EQ(t.events.size() + stats.events_discarded + stats.events_overwritten, kN + 1);
+  std::uint64_t mine = 0;
+  for (const TraceEvent& e : t.events) mine += e.U("thread") == 0 ? 1 : 0;
+  EXPECT_GT(mine * 16, std::uint64_t{5} * (128 << 10)) << "it kept the sub-buffers it paid for";
+  EXPECT_LT(mine * 16, std::uint64_t{7} * (128 << 10));
+}
+
+TEST(Budget, ABudgetSmallerThanOneRingIsRefusedAtStart) {
+  TempDir dir("budget");
+  const hush::SessionOptions o = BudgetOptions(dir.Sub("trace"), 1 << 20);  // no room for the header
+  std::string error;
+  EXPECT_EQ(hush::Session::Start(o, &error), nullptr);
+  EXPECT_NE(error.find("cannot hold one ring"), std::string::npos) << error;
+  EXPECT_FALSE(hushtest::Exists(o.output_dir)) << "nothing is created";
 }
 
 }  // namespace

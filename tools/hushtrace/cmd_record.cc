@@ -184,6 +184,7 @@ struct Options {
   std::string output;
   std::string mode = "stream";
   std::string buffer_size = "1M";
+  std::string buffer_budget;  // HUSHTRACE_BUFFER_BUDGET; empty: the runtime's default
   bool sched = false;
   bool follow = true;
   std::vector<std::string> functions;
@@ -202,7 +203,7 @@ struct Options {
 // What the command line says, before checking (ParseOptions turns it into Options).
 struct Args {
   std::vector<std::string> events, functions, snapshot_on;
-  std::string filter, output, mode, buffer_size, depth, min_duration, snapshot_interval;
+  std::string filter, output, mode, buffer_size, buffer_budget, depth, min_duration, snapshot_interval;
   std::string snapshot_after, snapshot_keep, blocking;
   bool sched = false, no_follow = false, blocking_flag = false;
 };
@@ -216,6 +217,7 @@ void Define(CLI::App& app, Args& a) {
   app.add_option("-o,--output", a.output, "the trace directory, created 0700; it must not exist or be empty.\nDefault: ./hushtrace-YYYYMMDD-HHMMSS")->type_name("DIR");
   app.add_option("--mode", a.mode, "stream (default): packets are written to disk while PROGRAM runs;\nflight: each thread's ring keeps only its latest events, written\nwhen PROGRAM exits or receives SIGUSR2")->type_name("stream|flight");
   app.add_option("--buffer-size", a.buffer_size, "ring buffer per thread: bytes or with a k, M or G suffix (256k, 4M),\nfrom 16k to 256M. Default: 1M")->type_name("SIZE");
+  app.add_option("--buffer-budget", a.buffer_budget, "the most ring memory of the session, all threads together; past\nhalf of it new threads get compact rings, past all of it their events\nare discarded and counted. Default: 64M, or 4 rings if more")->type_name("SIZE");
   app.add_option("--filter", a.filter, "record only events whose fields satisfy EXPR, e.g.\n'bytes > 1000 && fd != 3' (== != < <= > >= ~, && || ! ( ), \"strings\", $name;\nthe filter language: docs/cli.md, Filters). Checked here: an expression that does\nnot parse is refused")->type_name("EXPR");
   AddList(app, "--snapshot-on", a.snapshot_on, "write a separate snapshot trace to DIR/snapshots/ when an\nevent matching PATTERN is emitted (the event is recorded);\n'app:req>50ms': when a span of app:req lasts longer than 50 ms;\n'app:req>p99.9': longer than the running p99.9 of its durations;\n'net:recv[bytes > 1000]': when the event's fields match;\n'func:serve>5ms' (with --functions): when a traced call of serve\nreturns after lasting longer than 5 ms. Repeat or separate with\ncommas. Implies --mode flight")->type_name("PATTERN");
   app.add_flag("--blocking", a.blocking_flag, "stream mode: a thread whose ring is full waits (up to 1s) for the\nconsumer instead of discarding the event. For development runs\nthat must lose nothing; production never blocks");
@@ -323,6 +325,17 @@ int ParseOptions(const CLI::App& app, const Args& a, Options* o) {
                           "': use a size from 16k to 256M (e.g. 256k, 4M)");
     }
     o->buffer_size = a.buffer_size;
+  }
+  if (app.count("--buffer-budget")) {
+    std::uint64_t budget = 0;
+    std::size_t size = 1 << 20;
+    ParseBufferSize(o->buffer_size, &size);
+    if (!hush::base::ParseSize(a.buffer_budget, hush::base::env::kMaxBufferBudget, &budget) ||
+        budget < size + hush::base::env::kRingHeaderBytes) {
+      return BadArguments("bad buffer budget '" + a.buffer_budget + "': use a size that holds one ring of " +
+                          o->buffer_size + " (e.g. 64M, 1G)");
+    }
+    o->buffer_budget = a.buffer_budget;
   }
   o->sched = a.sched;
   o->follow = !a.no_follow;
@@ -528,6 +541,7 @@ int RunRecord(int argc, char** argv) {
       ::setenv(hush::base::env::kOutput, abs_dir.c_str(), 1) != 0 ||
       ::setenv(hush::base::env::kMode, opts.mode.c_str(), 1) != 0 ||
       ::setenv(hush::base::env::kBufferSize, opts.buffer_size.c_str(), 1) != 0 ||
+      !SetOptionalEnvironment(hush::base::env::kBufferBudget, !opts.buffer_budget.empty(), opts.buffer_budget) ||
       (opts.sched ? ::setenv(hush::base::env::kSched, "1", 1) : ::unsetenv(hush::base::env::kSched)) != 0 ||
       ::setenv(hush::base::env::kFollow, opts.follow ? "1" : "0", 1) != 0 ||
       !SetOptionalEnvironment(hush::base::env::kFilter, opts.has_filter, opts.filter) ||
