@@ -14,7 +14,7 @@
 //   +----------------------------+   +-------------------------------+
 //
 // Verbs and keys: start (event <glob> repeated, output <absolute dir>, mode stream|flight,
-// buffer-size <bytes>, filter <expression>, snapshot-on <pattern> repeated (the syntax of
+// buffer-size <bytes>, buffer-budget <bytes>, filter <expression>, snapshot-on <pattern> repeated (the syntax of
 // src/filter/trigger_spec.h), snapshot-interval-ms <n>, snapshot-after-ns <n>, snapshot-keep <n>),
 // stop, snapshot,
 // status. Anything else is refused with an error reply and

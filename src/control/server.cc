@@ -68,6 +68,10 @@ std::string Start(const Fields& fields) {
       options.mode = Mode::kFlight;
     } else if (key == "buffer-size") {
       if (!ParseSize(value, &options.buffer_size)) return Error("bad buffer-size '" + value + "'");
+    } else if (key == "buffer-budget") {
+      if (!ParseSize(value, &options.buffer_budget) || options.buffer_budget == 0) {
+        return Error("bad buffer-budget '" + value + "'");
+      }
     } else if (key == "filter" && options.filter.empty()) {
       options.filter = value;
     } else if (key == "snapshot-on") {

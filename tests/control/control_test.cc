@@ -164,7 +164,7 @@ TEST(ControlTest, FlightSnapshotWritesTheLatestEvents) {
   TempDir dir;
   const std::string pid = std::to_string(t.pid());
   ASSERT_EQ(Cli({"start", pid, "-e", "ctl:tick", "-o", dir.path() + "/t", "--mode", "flight",
-                 "--buffer-size", "16k"}).status, 0);
+                 "--buffer-size", "16k", "--buffer-budget", "1M"}).status, 0);
   EXPECT_EQ(t.Command("emit 100000"), "done");
   RunResult r = Cli({"snapshot", pid, "-o", dir.path() + "/copy"});
   ASSERT_EQ(r.status, 0) << r.err;
@@ -440,6 +440,23 @@ namespace {
 // hush-control thread's stack and took the program down. Every limit of a request (filter size
 // and nesting, pattern length and count, the message size) is answered with an error and the
 // program keeps serving; at the limits the session starts.
+// A buffer budget (record --buffer-budget, docs/architecture.md) that is not a size, or cannot hold
+// one ring, is refused before anything is created.
+TEST(ControlTest, BadBufferBudgetIsRefused) {
+  Target t(CONTROL_TARGET, {}, {"HUSHTRACE_CONTROL=1"});
+  ASSERT_TRUE(t.ok());
+  TempDir dir;
+  const std::string start = "hushtrace-control 1 start\noutput " + dir.path() + "/t\nevent ctl:*\n";
+  std::string got = RawRequest(t.pid(), start + "buffer-budget lots\n");
+  EXPECT_EQ(got.substr(0, got.find('\n') + 1), "error bad buffer-budget 'lots'\n");
+  got = RawRequest(t.pid(), start + "buffer-budget 1M\n");
+  EXPECT_EQ(got.substr(0, got.find('\n') + 1),
+            "error buffer budget 1048576 bytes cannot hold one ring of buffer size 1048576 (1052672 bytes "
+            "with its header)\n");
+  EXPECT_EQ(t.Command("emit 1"), "done");  // alive and untraced
+  EXPECT_FALSE(clitest::PathExists(dir.path() + "/t"));
+}
+
 TEST(ControlTest, HostileStartRequestsAreRefusedAndTheProgramLives) {
   Target t(CONTROL_TARGET, {}, {"HUSHTRACE_CONTROL=1"});
   ASSERT_TRUE(t.ok());
@@ -465,6 +482,7 @@ TEST(ControlTest, HostileStartRequestsAreRefusedAndTheProgramLives) {
        "error snapshot-on pattern 1 is 257 bytes long (at most 256)\n"},
       {"event ctl:*\nbuffer-size 16G\n",
        "error buffer size 17179869184 is above the largest ring, 256M (256 sub-buffers of 1M)\n"},
+
   };
   for (const auto& [fields, reply] : refused) {
     const std::string got = RawRequest(t.pid(), start + fields);

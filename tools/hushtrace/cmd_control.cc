@@ -37,7 +37,7 @@ constexpr char kExitStatus[] =
 
 // The grammar of the live-control commands: one line per option.
 struct ControlArgs {
-  std::string pid, output, mode, buffer_size, filter, snapshot_interval, format;
+  std::string pid, output, mode, buffer_size, buffer_budget, filter, snapshot_interval, format;
   std::string snapshot_after, snapshot_keep;
   std::vector<std::string> events, snapshot_on;
 };
@@ -70,6 +70,7 @@ void DefineStart(CLI::App& app, ControlArgs& a) {
   app.add_option("-o,--output", a.output, "trace directory, created 0700 by the process. Default:\n./hushtrace-YYYYMMDD-HHMMSS-PID")->type_name("DIR");
   app.add_option("--mode", a.mode, "default stream")->type_name("stream|flight");
   app.add_option("--buffer-size", a.buffer_size, "ring buffer per thread, 16k to 256M (256k, 4M...). Default: 1M")->type_name("SIZE");
+  app.add_option("--buffer-budget", a.buffer_budget, "the most ring memory of the session, all threads together\n(record --buffer-budget). Default: 64M, or 4 rings if more")->type_name("SIZE");
   app.add_option("--filter", a.filter, "record only events whose fields satisfy EXPR, e.g.\n'bytes > 1000 && fd != 3' (== != < <= > >= ~, && || ! ( ), \"strings\", $name;\nthe filter language: docs/cli.md, Filters)")->type_name("EXPR");
   AddList(app, "--snapshot-on", a.snapshot_on, "flight mode: write a snapshot to DIR/snapshots/ when an event\nmatching PATTERN is emitted; 'app:req>50ms': when a span lasts\nlonger; 'net:recv[bytes > 1000]': when its fields match")->type_name("PATTERN");
   app.add_option("--snapshot-after", a.snapshot_after, "a triggered snapshot also holds DURATION after the trigger")->type_name("DURATION");
@@ -308,6 +309,7 @@ int RunStart(int argc, char** argv) {
   fields.emplace_back(control::key::kOutput, Absolute(output));
   if (!mode.empty()) fields.emplace_back("mode", mode);
   if (!buffer.empty()) fields.emplace_back("buffer-size", buffer);
+  if (!args.buffer_budget.empty()) fields.emplace_back("buffer-budget", args.buffer_budget);
   const ControlReply reply = SendControl(pid, "start", fields);
   if (const int status = Report("start", pid, reply); status != 0) return status;
   std::printf("tracing process %d into %s\n", static_cast<int>(pid), reply.Get(control::key::kOutput).c_str());
