@@ -164,6 +164,30 @@ Core::~Core() {
   if (consumer_.joinable()) consumer_.join();  // flight mode's snapshot thread (Stop joined it)
 }
 
+bool Core::UserMayTrace() const {
+  const uid_t uid = ::geteuid();
+  return uid == owner_uid_ || uid == 0;
+}
+
+void Core::StopForCredentials() {
+  if (sched_) sched_->Stop();  // as Stop(): before mu_
+  std::unique_lock<std::mutex> lock(mu_);
+  if (stopped_) return;
+  std::fprintf(stderr,
+               "hushtrace: this process now runs as user %u, who could not have started the session of user %u: "
+               "tracing stops; what was recorded stays in %s (hushtrace recover)\n",
+               static_cast<unsigned>(::geteuid()), static_cast<unsigned>(owner_uid_), output_dir_.c_str());
+  Unpublish(lock);
+  lock.unlock();
+  // As Stop(): the threads go (the stream consumer leaves its loop; flight mode's snapshot thread
+  // is woken and joined, never from itself: only Stop and the stream consumer come here).
+  WakeConsumerToStop();
+  if (options_.mode == Mode::kFlight) {
+    ::sem_post(&g_snapshot_sem);
+    if (consumer_.joinable()) consumer_.join();
+  }
+}
+
 void Core::WakeConsumerToStop() {
   {
     std::lock_guard<std::mutex> wake(wake_mu_);
@@ -228,6 +252,7 @@ void Core::OnForkChild() {
   child->subbuf_count_ = parent->subbuf_count_;
   child->budget_ = parent->budget_;  // a budget of its own: its rings are its own memory
   child->budget_left_.store(parent->budget_, std::memory_order_relaxed);
+  child->owner_uid_ = parent->owner_uid_;
   child->info_ = parent->info_;
   child->info_.pid = static_cast<std::uint32_t>(::getpid());
   child->calibration_ = parent->calibration_;
@@ -333,6 +358,7 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
     return false;
   }
   budget_left_.store(budget_, std::memory_order_relaxed);
+  owner_uid_ = ::geteuid();
   output_dir_ = options_.output_dir;
   dirfd_ = CreateTraceDirectory(output_dir_, &created_dir_, error);
   if (!dirfd_) return false;
@@ -494,6 +520,13 @@ bool Core::WriteMetadata(std::string* error) {
 ring::Ring* Core::Attach(internal::ThreadWriter& w, bool fresh) {
   std::unique_lock<std::mutex> lock(mu_);
   if (stopped_) return nullptr;
+  if (!UserMayTrace()) {  // the session is stopped by the consumer's next pass, or by Stop
+    foreign_user_.store(true, std::memory_order_relaxed);
+    CountUnattached();
+    lock.unlock();
+    WakeConsumer();
+    return nullptr;
+  }
   // Reuse a free ring (its previous thread exited) before creating one.
   for (std::uint32_t i = 0, n = fresh ? 0 : ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
     RingSlot& slot = slots_[i];
@@ -723,6 +756,10 @@ void Core::ConsumerLoop() {
     if (stopping_) break;
     wake_cv_.wait_for(lock, std::chrono::milliseconds(50));
     lock.unlock();
+    if (foreign_user_.load(std::memory_order_relaxed) || !UserMayTrace()) {
+      StopForCredentials();  // no write-out from here on: the new user may not write the trace
+      return;
+    }
     {
       const base::ForkGateSection working;  // base/fork_gate.h
       WriteAll(false);
@@ -827,6 +864,7 @@ void Core::Unpublish(std::unique_lock<std::mutex>& lock) {
 }
 
 void Core::Stop() {
+  if (!UserMayTrace()) return StopForCredentials();
   if (sched_) sched_->Stop();  // before mu_: its last drain attaches and writes rings
   std::unique_lock<std::mutex> lock(mu_);
   if (stopped_) return;

@@ -18,6 +18,8 @@
 #ifndef HUSHTRACE_SRC_SESSION_CORE_H_
 #define HUSHTRACE_SRC_SESSION_CORE_H_
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -181,6 +183,8 @@ class Core final : public ring::Owner {
   std::atomic<bool> warned_alloc_{false};
   std::atomic<bool> warned_attach_{false};  // a thread's buffer could not be created
   std::atomic<bool> warned_budget_{false};  // half the buffer budget is taken (compact rings)
+  uid_t owner_uid_ = 0;                       // geteuid() at Start (UserMayTrace)
+  std::atomic<bool> foreign_user_{false};     // Attach saw a user who may not trace
   // Events of threads whose buffer could not be created (no stream records them): counted in
   // Stats().events_without_buffer and reported by Stop(). Relaxed: a statistic.
   void CountUnattached() { unattached_events_.fetch_add(1, std::memory_order_relaxed); }
@@ -191,6 +195,15 @@ class Core final : public ring::Owner {
   static void ReleaseParentInChild(Core* parent, bool keep_directories);
   void ConsumerLoop();
   void WakeConsumerToStop();  // sets stopping_ and wakes the consumer (Stop, ~Core)
+  // Credentials: the session belongs to the effective user that started it. A process that
+  // switches to a user who could not have started it (neither that user nor root: a daemon that
+  // drops root, a fork child that calls setuid) stops tracing. Attach refuses new rings at once;
+  // the stream consumer's next pass (at most 50 ms) or Stop disables every event and stops the
+  // session without writing: the new user may not write the trace, and what the rings hold stays
+  // in .ring/ for `hushtrace recover` (record runs it). Flight mode has no periodic pass: threads
+  // with a ring keep it until Stop.
+  bool UserMayTrace() const;
+  void StopForCredentials();
   void PrefaultBusyRings();  // consumer thread
   void SignalLoop();
   // Triggered snapshots (snapshots.cc).

@@ -30,6 +30,7 @@
 #include "base/unique_fd.h"
 #include "hushtrace/hushtrace.h"
 #include "runtime/test_util.h"
+#include "session/core.h"
 
 int EmitManyEvents();  // many_events.cc
 
@@ -724,6 +725,69 @@ TEST(SessionLifecycle, BlockingSessionLosesNoEventOfABurst) {
   flight.output_dir = dir.Sub("flight");
   EXPECT_EQ(hush::Session::Start(flight, &error), nullptr);
   EXPECT_NE(error.find("blocking applies to stream mode"), std::string::npos) << error;
+}
+
+// Issue 17 (item 6): a process that switches to a user who could not have started its session
+// (here root -> 65534, as a daemon dropping root does) stops tracing: a thread that comes after
+// gets no ring, the session is stopped within the consumer's pass, nothing is written as the new
+// user, and the trace holds what was written before the switch. Needs root to switch users.
+TEST(SessionLifecycle, SwitchingToAUserWhoCouldNotHaveStartedTheSessionStopsTracing) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to switch to another user";
+  TempDir dir("session");
+  const std::string out = dir.Sub("trace");
+  hushtest::ChildReport report;
+  std::string failure;
+  const bool ran = hushtest::RunInChild(
+      [&]() -> hushtest::ChildReport {
+        hushtest::ChildReport r;
+        hush::SessionOptions o;
+        o.events = {"rt:seq"};
+        o.output_dir = out;
+        std::string error;
+        auto s = hush::Session::Start(o, &error);
+        if (!s) {
+          r.error = error;
+          return r;
+        }
+        for (std::uint64_t i = 0; i < 10; ++i) HUSH_TRACE(rt, seq, i);
+        if (!s->Snapshot(&error)) {  // stream mode: what is committed goes to the trace now
+          r.error = "snapshot: " + error;
+          return r;
+        }
+        if (::setresgid(65534, 65534, 65534) != 0 || ::setresuid(65534, 65534, 65534) != 0) {
+          r.error = "cannot switch to user 65534";
+          return r;
+        }
+        std::thread([] {
+          for (std::uint64_t i = 100; i < 110; ++i) HUSH_TRACE(rt, seq, i);
+        }).join();
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the consumer's passes
+        const bool stopped = hush::session::Core::Active() == nullptr;
+        for (std::uint64_t i = 200; i < 210; ++i) HUSH_TRACE(rt, seq, i);
+        s->Stop();
+        const hush::SessionStats stats = s->Stats();
+        r.numbers = {stopped ? 1u : 0u, stats.rings, stats.events_without_buffer};
+        return r;
+      },
+      &report, &failure);
+  ASSERT_TRUE(ran) << failure;
+  ASSERT_EQ(report.numbers.size(), 3u) << report.error;
+  EXPECT_EQ(report.numbers[0], 1u) << "the session was still active 300 ms after the switch";
+  EXPECT_EQ(report.numbers[1], 1u) << "the thread that came after the switch got a ring";
+  // Its events are counted as without a buffer, or not emitted at all if the consumer's pass
+  // stopped the session (every event disabled) before them.
+  EXPECT_LE(report.numbers[2], 10u);
+  const Trace t = ReadTrace(out);
+  ASSERT_TRUE(t.ok) << t.error;
+  std::vector<std::uint64_t> seqs;
+  for (const TraceEvent& e : t.events) seqs.push_back(e.U("seq"));
+  EXPECT_EQ(seqs, (std::vector<std::uint64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}))
+      << "the trace holds what was written before the switch, and nothing after it";
+  for (const std::string& name : hushtest::ListDir(out)) {
+    struct stat st;
+    ASSERT_EQ(::lstat((out + "/" + name).c_str(), &st), 0);
+    EXPECT_EQ(st.st_uid, 0u) << name << " was written by the new user";
+  }
 }
 
 // Pages of a ring file in the page cache (mincore through a read-only mapping of its own).
