@@ -212,6 +212,18 @@ TEST(SessionFields, StringsOfEveryArgumentTypeRoundTrip) {
   EXPECT_EQ(ev[3]->S("sv"), "234") << "a string_view is copied by length, not to a NUL";
 }
 
+// In a RunInChild child: starts a session of `events` into `out` (options left in *o for more
+// sessions); nullptr and r->error when it does not start.
+std::unique_ptr<hush::Session> StartInChild(std::vector<std::string> events, const std::string& out,
+                                            hush::SessionOptions* o, hushtest::ChildReport* r) {
+  o->events = std::move(events);
+  o->output_dir = out;
+  std::string error;
+  auto s = hush::Session::Start(*o, &error);
+  if (!s) r->error = error;
+  return s;
+}
+
 // A default-constructed std::string_view has data() == nullptr.
 // Regression test of a fixed bug; what was wrong: StringField::Write (include/hushtrace/internal/field_traits.h) then calls
 // memcpy(p, nullptr, 0), which is undefined behaviour; UBSan (nonnull-attribute) aborts the
@@ -225,14 +237,8 @@ TEST(SessionFields, DefaultConstructedStringViewIsRecordedAsAnEmptyString) {
       [&]() -> hushtest::ChildReport {
         hushtest::ChildReport r;
         hush::SessionOptions o;
-        o.events = {"rt:text"};
-        o.output_dir = out;
-        std::string error;
-        auto s = hush::Session::Start(o, &error);
-        if (!s) {
-          r.error = error;
-          return r;
-        }
+        auto s = StartInChild({"rt:text"}, out, &o, &r);
+        if (!s) return r;
         HUSH_TRACE(rt, text, std::string_view());
         s->Stop();
         r.numbers = {1};
@@ -570,14 +576,9 @@ TEST(SessionLifecycle, ThreadOfAStoppedSessionEmitsIntoTheNextSessionWithoutCras
       [&]() -> hushtest::ChildReport {
         hushtest::ChildReport r;
         hush::SessionOptions o;
-        o.events = {"rt:seq"};
-        o.output_dir = first;
+        auto s1 = StartInChild({"rt:seq"}, first, &o, &r);
+        if (!s1) return r;
         std::string error;
-        auto s1 = hush::Session::Start(o, &error);
-        if (!s1) {
-          r.error = error;
-          return r;
-        }
         HUSH_TRACE(rt, seq, std::uint64_t{0});
         s1->Stop();
         o.output_dir = second;
@@ -741,14 +742,9 @@ TEST(SessionLifecycle, SwitchingToAUserWhoCouldNotHaveStartedTheSessionStopsTrac
       [&]() -> hushtest::ChildReport {
         hushtest::ChildReport r;
         hush::SessionOptions o;
-        o.events = {"rt:seq"};
-        o.output_dir = out;
+        auto s = StartInChild({"rt:seq"}, out, &o, &r);
+        if (!s) return r;
         std::string error;
-        auto s = hush::Session::Start(o, &error);
-        if (!s) {
-          r.error = error;
-          return r;
-        }
         for (std::uint64_t i = 0; i < 10; ++i) HUSH_TRACE(rt, seq, i);
         if (!s->Snapshot(&error)) {  // stream mode: what is committed goes to the trace now
           r.error = "snapshot: " + error;
