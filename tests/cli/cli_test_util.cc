@@ -43,71 +43,10 @@ std::string Env(const char* name) {
 
 }  // namespace
 
-RunResult RunCommand(const std::vector<std::string>& program_argv, const RunOptions& options) {
-  const std::vector<std::string> argv = hushtest::EmulatedArgv(program_argv);
-  RunResult result;
-  int out_pipe[2], err_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0) return result;
-  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
-    ::close(out_pipe[0]);
-    ::close(out_pipe[1]);
-    return result;
-  }
-  std::vector<char*> args = CArgs(argv);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(out_pipe[1], 1);
-    ::dup2(err_pipe[1], 2);
-    if (!options.cwd.empty() && ::chdir(options.cwd.c_str()) != 0) ::_exit(126);
-    for (const std::string& e : options.env) ::putenv(const_cast<char*>(e.c_str()));
-    ::execvp(args[0], args.data());
-    ::_exit(127);
-  }
-  ::close(out_pipe[1]);
-  ::close(err_pipe[1]);
-  if (pid < 0) {
-    ::close(out_pipe[0]);
-    ::close(err_pipe[0]);
-    return result;
-  }
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::seconds(options.timeout_seconds);
-  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-  std::string* sinks[2] = {&result.out, &result.err};
-  int open_fds = 2;
-  bool timed_out = false;
-  while (open_fds > 0) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      timed_out = true;
-      break;
-    }
-    const int n = ::poll(fds, 2, static_cast<int>(left.count()));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) break;
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
-      char buf[4096];
-      const ssize_t r = ::read(fds[i].fd, buf, sizeof buf);
-      if (r > 0) {
-        sinks[i]->append(buf, static_cast<std::size_t>(r));
-      } else if (r == 0 || errno != EINTR) {
-        ::close(fds[i].fd);
-        fds[i].fd = -1;
-        --open_fds;
-      }
-    }
-  }
-  for (pollfd& p : fds) {
-    if (p.fd >= 0) ::close(p.fd);
-  }
-  if (timed_out) ::kill(pid, SIGKILL);
-  int wstatus = 0;
-  while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
-  }
-  result.status = timed_out ? -1 : DecodeStatus(wstatus);
-  return result;
+RunResult RunCommand(const std::vector<std::string>& argv, const RunOptions& options) {
+  const testsupport::RunResult r =
+      testsupport::Run(argv, {options.cwd, options.env, nullptr, options.timeout_seconds});
+  return RunResult{r.Status(), r.out, r.err};
 }
 
 pid_t Spawn(const std::vector<std::string>& program_argv, const std::string& out_file,

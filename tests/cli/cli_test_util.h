@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "support/files.h"
+#include "support/run.h"
 
 namespace hush::clitest {
 
@@ -24,7 +25,7 @@ struct RunOptions {
   int timeout_seconds = 120;
 };
 
-// Runs argv (PATH lookup for argv[0] without '/') and collects its output.
+// Runs argv (PATH lookup for argv[0] without '/') and collects its output (support/run.h).
 RunResult RunCommand(const std::vector<std::string>& argv, const RunOptions& options = {});
 
 // Starts argv with stdout and stderr redirected to files; returns its pid (-1 on failure).

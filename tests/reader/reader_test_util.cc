@@ -1,7 +1,6 @@
 #include "reader/reader_test_util.h"
 
 #include <fcntl.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,33 +32,9 @@ void WriteFile(const std::string& path, std::string_view content) {
   if (!testsupport::WriteFile(path, content)) throw std::runtime_error("cannot write " + path);
 }
 
-CommandResult RunCommand(const std::vector<std::string>& program_argv) {
-  const std::vector<std::string> argv = hushtest::EmulatedArgv(program_argv);
-  CommandResult r;
-  const std::string dir = MakeTempDir("cmd");
-  const std::string out_path = dir + "/out", err_path = dir + "/err";
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid;
-  const int rc = ::posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc == 0) {
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = ReadFile(out_path);
-    r.err = ReadFile(err_path);
-  } else {
-    r.err = "posix_spawn failed: " + std::string(std::strerror(rc));
-  }
-  RemoveTree(dir);
-  return r;
+CommandResult RunCommand(const std::vector<std::string>& argv) {
+  const testsupport::RunResult r = testsupport::Run(argv);
+  return CommandResult{r.exited ? r.exit_code : -1, r.out, r.err};
 }
 
 std::string HushtraceBinary() {

@@ -10,6 +10,7 @@
 
 #include "hushtrace/reader.h"
 #include "support/files.h"
+#include "support/run.h"
 
 namespace hush::reader::test {
 

@@ -32,25 +32,9 @@ std::string TempFile(const char* tag) {
          std::to_string(g_counter.fetch_add(1));
 }
 
-// fork + exec with stdin from /dev/null, stdout to `out_fd`, stderr to `err_fd`.
-pid_t Spawn(const std::vector<std::string>& program_argv, const std::vector<std::string>& env,
-            int out_fd, int err_fd) {
-  const std::vector<std::string> argv = hushtest::EmulatedArgv(program_argv);
-  std::vector<char*> args, envp;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int in = ::open("/dev/null", O_RDONLY);
-    ::dup2(in, 0);
-    ::dup2(out_fd, 1);
-    ::dup2(err_fd, 2);
-    ::execve(args[0], args.data(), envp.data());
-    ::_exit(127);
-  }
-  return pid;
+// Stdin from /dev/null, stdout to `out_fd`, stderr to `err_fd` (support/run.h).
+pid_t Spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env, int out_fd, int err_fd) {
+  return hush::testsupport::Spawn(argv, env, -1, -1, out_fd, err_fd);
 }
 
 void FillResult(int status, Result* r) {
@@ -107,20 +91,14 @@ std::vector<std::string> Env(const std::vector<std::string>& extra) {
 }
 
 Result Run(const std::vector<std::string>& argv, const std::vector<std::string>& env, int timeout_s) {
-  Result r;
-  const std::string out_path = TempFile("out"), err_path = TempFile("err");
-  const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  const pid_t pid = Spawn(argv, env, out, err);
-  ::close(out);
-  ::close(err);
-  if (pid > 0) FillResult(WaitPid(pid, timeout_s), &r);
-  r.out = ReadFile(out_path);
-  r.err = ReadFile(err_path);
-  if (pid <= 0) r.err = "cannot start " + Join(argv);
-  ::unlink(out_path.c_str());
-  ::unlink(err_path.c_str());
-  return r;
+  const hush::testsupport::RunResult r = hush::testsupport::Run(argv, {"", {}, &env, timeout_s});
+  Result out;
+  out.exited = r.exited;
+  out.code = r.exit_code;
+  out.signal = r.signal;
+  out.out = r.out;
+  out.err = r.started ? r.err : "cannot start " + Join(argv) + ": " + r.err;
+  return out;
 }
 
 Child::Child(const std::vector<std::string>& argv, const std::vector<std::string>& env) {

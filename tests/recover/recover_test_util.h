@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "support/files.h"
+#include "support/run.h"
 
 namespace rectest {
 

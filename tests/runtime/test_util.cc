@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -20,6 +19,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "base/unique_fd.h"
 #include "emulated_exec.h"
 
 extern char** environ;
@@ -38,44 +38,13 @@ std::uint64_t NowMs() {
          static_cast<std::uint64_t>(ts.tv_nsec) / 1000000;
 }
 
-std::vector<char*> CStrings(const std::vector<std::string>& v) {
-  std::vector<char*> out;
-  for (const std::string& s : v) out.push_back(const_cast<char*>(s.c_str()));
-  out.push_back(nullptr);
-  return out;
-}
-
 // Spawns argv with stdin from `stdin_fd` (or /dev/null when -1), stdout and stderr to files.
-pid_t Spawn(const std::vector<std::string>& program_argv, const std::vector<std::string>& env,
-            int stdin_fd, int stdin_close_fd, const std::string& out_path,
-            const std::string& err_path) {
-  const std::vector<std::string> argv = EmulatedArgv(program_argv);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  if (stdin_fd >= 0) {
-    posix_spawn_file_actions_adddup2(&fa, stdin_fd, 0);
-  } else {
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  }
-  if (stdin_close_fd >= 0) posix_spawn_file_actions_addclose(&fa, stdin_close_fd);
-  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  // Children start with default signal dispositions and an empty mask.
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t all, none;
-  sigfillset(&all);
-  sigemptyset(&none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-  std::vector<char*> a = CStrings(argv);
-  std::vector<char*> e = CStrings(env);
-  pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, a[0], &fa, &attr, a.data(), e.data());
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  return rc == 0 ? pid : -1;
+pid_t Spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env, int stdin_fd,
+            int stdin_close_fd, const std::string& out_path, const std::string& err_path) {
+  const hush::base::UniqueFd out(::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  const hush::base::UniqueFd err(::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (!out || !err) return -1;
+  return hush::testsupport::Spawn(argv, env, stdin_fd, stdin_close_fd, out.get(), err.get());
 }
 
 // Waits for `pid` at most `timeout_s`; kills it with SIGKILL on timeout.
@@ -193,17 +162,15 @@ std::vector<std::string> ChildEnv(const std::vector<std::string>& extra, bool le
 
 ProcessResult RunProcess(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                          int timeout_s) {
+  const hush::testsupport::RunResult run = hush::testsupport::Run(argv, {"", {}, &env, timeout_s});
   ProcessResult r;
-  TempDir files("proc");
-  const std::string out = files.Sub("out"), err = files.Sub("err");
-  const pid_t pid = Spawn(argv, env, -1, -1, out, err);
-  if (pid < 0) {
-    r.err = "cannot spawn " + argv[0] + ": " + std::strerror(errno);
-    return r;
-  }
-  Reap(pid, timeout_s, &r);
-  r.out = ReadFile(out);
-  r.err = ReadFile(err) + r.err;
+  r.exited = run.exited;
+  r.exit_code = run.exit_code;
+  r.term_signal = run.signal;
+  r.out = run.out;
+  r.err = run.err;
+  if (!run.started) r.err = "cannot spawn " + argv[0] + ": " + run.err;
+  if (run.timed_out) r.err += "\n[test harness: killed after " + std::to_string(timeout_s) + " s timeout]\n";
   return r;
 }
 

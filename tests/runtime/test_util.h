@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "support/files.h"
+#include "support/run.h"
 
 namespace hushtest {
 
