@@ -92,7 +92,9 @@ struct FunctionRule {
 struct OpenSnapshot {
   std::string name;       // DIR/snapshots/<name> once complete
   base::UniqueFd dirfd;   // DIR/snapshots/.<name>.partial while written
-  std::vector<base::UniqueFd> streams;             // per ring slot; empty fd: no file yet
+  // Per ring slot: whether its stream file exists. Each copy opens it and closes it again, so an
+  // open snapshot holds one descriptor (dirfd), whatever the number of threads.
+  std::vector<bool> streams;
   std::vector<ring::SnapshotCursor> cursors;       // per ring slot
   std::chrono::steady_clock::time_point deadline;  // when the part after the trigger is complete
 };

@@ -413,26 +413,27 @@ void Core::CopySnapshot(OpenSnapshot& s) {
   s.cursors.resize(n);
   for (std::uint32_t i = 0; i < n; ++i) {
     ring::Ring& r = *slots_[i].ring;
-    if (!s.streams[i]) {
-      const std::string name = format::StreamName(r.index());
-      s.streams[i].reset(::openat(s.dirfd.get(), name.c_str(),
-                                  O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND, 0600));
-      if (!s.streams[i]) continue;
-    }
-    r.CopyForSnapshot(s.streams[i].get(), &s.cursors[i]);
+    const std::string name = format::StreamName(r.index());
+    const int create = s.streams[i] ? 0 : O_CREAT | O_EXCL;
+    const base::UniqueFd stream(
+        ::openat(s.dirfd.get(), name.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC | create, 0600));
+    if (!stream) continue;  // tried again at the next copy
+    s.streams[i] = true;
+    r.CopyForSnapshot(stream.get(), &s.cursors[i]);
   }
 }
 
 void Core::FinishSnapshot(OpenSnapshot& s) {
   if (options_.snapshot_after_ns != 0) CopySnapshot(s);
   for (std::uint32_t i = 0; i < s.streams.size(); ++i) {
+    const std::string name = format::StreamName(slots_[i].ring->index());
     struct stat st;
-    if (s.streams[i] && ::fstat(s.streams[i].get(), &st) == 0 && st.st_size == 0) {
+    if (s.streams[i] && ::fstatat(s.dirfd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_size == 0) {
       // A ring with nothing in it: no stream (CTF readers want at least one packet per file).
-      ::unlinkat(s.dirfd.get(), format::StreamName(slots_[i].ring->index()).c_str(), 0);
+      ::unlinkat(s.dirfd.get(), name.c_str(), 0);
     }
-    s.streams[i].reset();
   }
+  s.streams.clear();
   s.dirfd.reset();
   const std::string partial = "." + s.name + ".partial";
   if (::renameat(snapshots_dirfd_.get(), partial.c_str(), snapshots_dirfd_.get(), s.name.c_str()) != 0) {

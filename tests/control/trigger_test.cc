@@ -118,6 +118,58 @@ TEST(TriggerTest, EventWritesTheFlightRecorderOncePerInterval) {
   hush::clitest::RemoveTree(root);
 }
 
+// Descriptors of this process (entries of /proc/self/fd).
+std::size_t OpenDescriptors() { return hush::clitest::ListDir("/proc/self/fd").size(); }
+
+// Issue 17: a snapshot that stays open for --snapshot-after holds one descriptor (its directory),
+// not one per ring: 64 threads with a ring each, the window open, the count as before the trigger
+// but for the snapshots' directory and this snapshot's. Each ring's stream is in the snapshot when it completes.
+TEST(TriggerTest, AnOpenSnapshotHoldsNoDescriptorPerRing) {
+  const std::string root = hush::clitest::MakeTempDir();
+  const std::string dir = root + "/t";
+  hush::SessionOptions o = FlightOptions(dir, 0);
+  o.snapshot_after_ns = 400000000;  // 400 ms
+  std::string error;
+  auto session = hush::Session::Start(o, &error);
+  ASSERT_TRUE(session) << error;
+  constexpr int kThreads = 64;
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
+  std::vector<std::thread> pool;
+  for (int k = 0; k < kThreads; ++k) {
+    pool.emplace_back([&, k] {
+      HUSH_TRACE(trg, tick, static_cast<std::uint32_t>(k));
+      ready.fetch_add(1);
+      while (!go.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    });
+  }
+  while (ready.load() < kThreads) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const std::size_t before = OpenDescriptors();
+  HUSH_TRACE(trg, error, 1);
+  // Open: its directory is there under its partial name (".<name>.partial") until it completes.
+  bool open = false;
+  for (int i = 0; i < 300 && !open; ++i) {
+    for (const std::string& name : hush::clitest::ListDir(dir + "/snapshots")) open = open || name[0] == '.';
+    if (!open) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // its first copy is done
+  const std::size_t during = OpenDescriptors();
+  go.store(true);
+  for (auto& t : pool) t.join();
+  const std::vector<std::string> snapshots = WaitForSnapshots(dir, 1);
+  session->Stop();
+  // What the first trigger opens once (the snapshots directory, one more) and this snapshot's
+  // directory: 3, where a descriptor per ring made it 66.
+  EXPECT_TRUE(open) << "the snapshot never showed as open";
+  EXPECT_LE(during, before + 3) << "descriptors while a snapshot is open";
+  ASSERT_EQ(snapshots.size(), 1u);
+  std::size_t streams = 0;
+  for (const std::string& name : hush::clitest::ListDir(snapshots[0])) streams += name.rfind("stream_", 0) == 0;
+  EXPECT_EQ(streams, std::size_t{kThreads} + 1) << "a stream per ring (64 threads and this one)";
+  EXPECT_EQ(Read(snapshots[0]).ticks, std::uint64_t{kThreads});
+  hush::clitest::RemoveTree(root);
+}
+
 TEST(TriggerTest, ZeroIntervalFiresEveryTime) {
   const std::string root = hush::clitest::MakeTempDir();
   const std::string dir = root + "/t";
