@@ -48,6 +48,7 @@ using Fields = std::vector<std::pair<std::string, std::string>>;
 // statistics (status, and stop's final totals), one per hush::SessionStats counter.
 namespace key {
 inline constexpr char kOutput[] = "output";
+inline constexpr char kWarning[] = "warning";  // start: something the user should know (the CLI prints it)
 inline constexpr char kBuffers[] = "buffers";
 inline constexpr char kEventsWritten[] = "events-written";
 inline constexpr char kEventsDiscarded[] = "events-discarded";

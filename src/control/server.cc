@@ -106,7 +106,13 @@ std::string Start(const Fields& fields) {
   std::unique_ptr<Session> session = Session::Start(options, &error);
   if (!session) return Error(error);
   *g_session = std::move(session);
-  return "ok\noutput " + (*g_session)->output_dir() + "\n";
+  Fields f = {{key::kOutput, (*g_session)->output_dir()}};
+  // As `record` warns before it runs a program: a pattern that matches nothing here is most
+  // likely a mistake, but a module loaded later may still bring matching events, so it stands.
+  if ((*g_session)->Stats().enabled_events == 0) {
+    f.emplace_back(key::kWarning, "no event of this process matches the patterns (a module loaded later may bring some)");
+  }
+  return EncodeMessage("ok", f);
 }
 
 bool StartedBy(const char* request, ssize_t n) {

@@ -70,6 +70,7 @@ TEST(ControlTest, StartStopWritesEveryCommittedEvent) {
   const std::string pid = std::to_string(t.pid());
   RunResult r = Cli({"start", pid, "-e", "ctl:tick", "-o", trace});
   ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
   EXPECT_EQ(t.Command("emit 1000"), "done");
   r = Cli({"status", pid});
   ASSERT_EQ(r.status, 0) << r.err;
@@ -442,6 +443,20 @@ namespace {
 // program keeps serving; at the limits the session starts.
 // A buffer budget (record --buffer-budget, docs/architecture.md) that is not a size, or cannot hold
 // one ring, is refused before anything is created.
+// Issue 15: as `record` warns before running a program, `start` says when no event of the process
+// matches the patterns; the session still starts (a module loaded later may bring some).
+TEST(ControlTest, PatternsMatchingNoEventGetAWarning) {
+  Target t(CONTROL_TARGET);
+  ASSERT_TRUE(t.ok());
+  TempDir dir;
+  const std::string pid = std::to_string(t.pid());
+  const RunResult r = Cli({"start", pid, "-e", "nosuch:*", "-o", dir.path() + "/t"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("hushtrace start: warning: no event of this process matches the patterns"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(Cli({"stop", pid}).status, 0);
+}
+
 TEST(ControlTest, BadBufferBudgetIsRefused) {
   Target t(CONTROL_TARGET, {}, {"HUSHTRACE_CONTROL=1"});
   ASSERT_TRUE(t.ok());

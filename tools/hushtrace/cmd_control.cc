@@ -312,6 +312,9 @@ int RunStart(int argc, char** argv) {
   if (!args.buffer_budget.empty()) fields.emplace_back("buffer-budget", args.buffer_budget);
   const ControlReply reply = SendControl(pid, "start", fields);
   if (const int status = Report("start", pid, reply); status != 0) return status;
+  if (const std::string warning = reply.Get(control::key::kWarning); !warning.empty()) {
+    std::fprintf(stderr, "hushtrace start: warning: %s\n", warning.c_str());
+  }
   std::printf("tracing process %d into %s\n", static_cast<int>(pid), reply.Get(control::key::kOutput).c_str());
   return 0;
 }
