@@ -421,7 +421,21 @@ ProcessResult RecordOutlier(const std::string& dir, const std::string& trigger,
 // `record --functions` with a function trigger, through the CLI: each slow call of serve() gets
 // its own snapshot, holding that call's entry and exit; no fast call fires; report names the
 // function, its duration and the threshold. helper(), traced and never slow, is not marked.
+// Function triggers need flight mode, whose snapshot thread the session creates before it patches
+// the functions. Under ThreadSanitizer that first pthread_create also starts TSan's own background
+// thread, which the runtime cannot tell from the program's threads, so ft_outlier's split NOP
+// entries stay untraced there (as in any program whose threads already run: the runtime's
+// message says so). The trigger logic is tested by the normal and ASan builds.
+bool SplitEntriesPatchableInFlightMode() {
+#if defined(__SANITIZE_THREAD__)
+  return false;
+#else
+  return true;
+#endif
+}
+
 TEST(FunctraceTest, FunctionTriggerSnapshotsEachSlowCall) {
+  if (!SplitEntriesPatchableInFlightMode()) GTEST_SKIP() << "ThreadSanitizer's thread: see above";
   TempDir tmp("ft_trig");
   const std::string dir = tmp.Sub("t");
   const ProcessResult r = RecordOutlier(dir, "func:serve>10ms", "10");
@@ -458,6 +472,7 @@ TEST(FunctraceTest, FunctionTriggerSnapshotsEachSlowCall) {
 // the fast calls' own jitter (1 % of them are beyond it by definition): only the names and the
 // slow calls are checked.
 TEST(FunctraceTest, FunctionTriggerAdaptiveThreshold) {
+  if (!SplitEntriesPatchableInFlightMode()) GTEST_SKIP() << "ThreadSanitizer's thread: see FunctionTriggerSnapshotsEachSlowCall";
   TempDir tmp("ft_trig_p");
   const std::string dir = tmp.Sub("t");
   const ProcessResult r = RecordOutlier(dir, "func:serv*>p99", "1");
