@@ -115,3 +115,5 @@ void SetResumeAddress(void* ucontext, std::uintptr_t pc) {
 // could reach these (EntryStubSize() == 0).
 extern "C" void hush_ftrace_entry() { __builtin_trap(); }
 extern "C" void hush_ftrace_return() { __builtin_trap(); }
+extern "C" void hush_ftrace_entry_marked() { __builtin_trap(); }
+extern "C" void hush_ftrace_return_marked() { __builtin_trap(); }

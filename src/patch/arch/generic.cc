@@ -28,3 +28,5 @@ void SetResumeAddress(void*, std::uintptr_t) {}
 // reach these (SiteSize() == 0).
 extern "C" void hush_ftrace_entry() { __builtin_trap(); }
 extern "C" void hush_ftrace_return() { __builtin_trap(); }
+extern "C" void hush_ftrace_entry_marked() { __builtin_trap(); }
+extern "C" void hush_ftrace_return_marked() { __builtin_trap(); }
