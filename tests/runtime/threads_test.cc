@@ -401,6 +401,10 @@ TEST(Budget, FourHundredLiveThreadsStayWithinTheBudgetAndEveryEventIsRecordedOrC
 // sub-buffer, so this thread's ring can pay for 6 of its 8 sub-buffers (flight mode: no write-out
 // recycles them, the ring alone decides what is kept).
 TEST(Budget, ARingThatCannotGrowDiscardsAndCountsInsteadOfTakingMemory) {
+  // Where MADV_POPULATE_WRITE reserves nothing (kernels < 5.14, qemu-user), every ring is reserved
+  // whole when it is created: the other thread's ring takes the whole budget and this thread gets
+  // no ring at all (counted without a buffer), so there is no ring that grows to test.
+  if (const std::string why = hushtest::PopulateWriteProblem(); !why.empty()) GTEST_SKIP() << why;
   TempDir dir("budget");
   const hush::SessionOptions o = BudgetOptions(dir.Sub("trace"), (1 << 20) + 4096, hush::Mode::kFlight);
   std::string error;
