@@ -87,9 +87,19 @@ ForkGateSection::~ForkGateSection() {
   if (kGateOn) ::pthread_rwlock_unlock(&g_gate);
 }
 
+bool WaitForLibraryThreadsStarted() {
+  const std::int64_t deadline = MonotonicNs() + kMaxWaitNs;
+  // Acquire: pairs with the release decrement in ThreadStarted(), after the thread's name.
+  while (g_threads_starting.load(std::memory_order_acquire) > 0) {
+    if (MonotonicNs() >= deadline) return false;
+    ::sched_yield();
+  }
+  return true;
+}
+
 void ThreadStarting() { g_threads_starting.fetch_add(1, std::memory_order_relaxed); }
 void ThreadStartFailed() { g_threads_starting.fetch_sub(1, std::memory_order_relaxed); }
-// Release: pairs with the acquire load in BeforeFork().
+// Release: pairs with the acquire loads in BeforeFork() and WaitForLibraryThreadsStarted().
 void ThreadStarted() { g_threads_starting.fetch_sub(1, std::memory_order_release); }
 
 }  // namespace hush::base

@@ -46,6 +46,12 @@ void ThreadStarting();
 void ThreadStartFailed();
 void ThreadStarted();
 
+// Waits (yielding, at most 2 s, as a fork does) until every library thread started so far has run
+// ThreadStarted(), which each does after naming itself (library_thread.h): afterwards the
+// threads named "hush-*" in /proc/self/task are all of them but those started since. Returns
+// whether the count reached 0.
+bool WaitForLibraryThreadsStarted();
+
 }  // namespace hush::base
 
 #endif  // HUSHTRACE_SRC_BASE_FORK_GATE_H_

@@ -32,7 +32,14 @@ inline void BlockAsyncSignals(sigset_t* previous) {
 // an application thread, and an application handler (which may trace, and so attach and
 // allocate) never runs on a thread the library owns. Fault signals stay open: blocking them
 // would turn a crash into a silent kill. The new thread inherits the mask set around its creation.
-// It is named (`name`, at most 15 characters) before this returns, and records no event.
+// It names itself (`name`, at most 15 characters) before its body runs, and records no event.
+//
+// Named by itself, not by the caller: naming another thread goes through /proc/self/task/TID/comm,
+// and a thread whose /proc entries were instantiated costs its exit a walk of the /proc dentry
+// cache under a spin lock (release_task -> proc_flush_pid -> d_invalidate). On the VMs of this
+// project that walk took 0.5-2.5 ms of CPU at the exit of every short traced program (the
+// consumer thread's), profiled with perf: docs/benchmarks.md, "Per exec under a session". A thread
+// naming itself uses prctl(PR_SET_NAME) and instantiates nothing.
 template <class Body>
 std::thread StartLibraryThread(const char* name, Body&& body) {
   sigset_t previous;
@@ -41,8 +48,9 @@ std::thread StartLibraryThread(const char* name, Body&& body) {
   ThreadStarting();  // a fork() from now until the body runs waits for the thread's start-up
   std::thread thread;
   try {
-    thread = std::thread([b = std::forward<Body>(body)]() mutable {
+    thread = std::thread([name, b = std::forward<Body>(body)]() mutable {
       t_library_thread = true;
+      ::pthread_setname_np(::pthread_self(), name);
       ThreadStarted();
       b();
     });
@@ -52,7 +60,6 @@ std::thread StartLibraryThread(const char* name, Body&& body) {
     throw;
   }
   ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-  ::pthread_setname_np(thread.native_handle(), name);
   return thread;
 }
 
@@ -68,7 +75,8 @@ void StartLibraryDetachedThread(const char* name, std::size_t stack_bytes, Body&
     static void* Run(void* arg) {
       std::unique_ptr<Start> self(static_cast<Start*>(arg));
       t_library_thread = true;
-      // Named by itself: a detached thread's handle is not ours to use once it may have ended.
+      // Named by itself, as above (and a detached thread's handle is not ours to use once it may
+      // have ended).
       ::pthread_setname_np(::pthread_self(), self->name);
       ThreadStarted();
       self->body();

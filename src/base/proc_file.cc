@@ -1,6 +1,7 @@
 #include "base/proc_file.h"
 
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "base/unique_fd.h"
@@ -15,6 +16,14 @@ std::string ReadProcLine(const std::string& path) {
   std::string s(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
   while (!s.empty() && s.back() == '\n') s.pop_back();
   return s;
+}
+
+std::string ProcessName() {
+  if (::gettid() == ::getpid()) {
+    char name[17] = {};  // PR_GET_NAME writes at most 16 bytes, NUL included
+    if (::prctl(PR_GET_NAME, name) == 0) return name;
+  }
+  return ReadProcLine("/proc/self/comm");
 }
 
 }  // namespace hush::base

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "base/dir_stream.h"
+#include "base/fork_gate.h"
 #include "elf/elf_file.h"
 #include "functrace/functrace.h"
 #include "functrace/shadow.h"
@@ -184,7 +185,11 @@ bool Known(const LoadedModule& m) {
 }
 
 // Program threads other than the caller (the runtime's own hush-* threads never run traced code).
+// A library thread names itself as it starts: once none is starting, every one is named. One
+// that starts after the wait and is seen unnamed counts as a program thread: the answer can only
+// err towards "others exist", which refuses what would be unsafe with them.
 bool OtherThreadsExist() {
+  if (!base::WaitForLibraryThreadsStarted()) return true;
   base::DirStream tasks = base::DirStream::Open("/proc/self/task");
   if (!tasks) return true;
   int others = 0;

@@ -222,6 +222,14 @@ std::unique_ptr<Ring> Ring::Create(int ring_dirfd, std::uint32_t index, const Ri
   // A fork child never inherits the mapping: it writes rings of its own (or none), and a child
   // that drops its privileges must not be able to write into its parent's trace.
   ::madvise(mapping, size, MADV_DONTFORK);
+  // No read-around on a fault. A write fault on a page of a shared file mapping that is not in
+  // the page cache yet reads it first (filemap_fault), and without MADV_RANDOM the kernel reads
+  // the pages around it too, up to the device's read_ahead_kb: 8 MiB on this project's VMs, so
+  // the first fault in a ring on ext4 zeroed the whole ring into the page cache (~0.45 ms per
+  // 1 MiB ring, profiled in every short traced program: docs/benchmarks.md, "Per exec under a
+  // session") and made all of it resident, which the lazy reservation below exists to avoid.
+  // With it, each fault brings in its own page. tmpfs has no read-around: a no-op there.
+  ::madvise(mapping, size, MADV_RANDOM);
   // Where MADV_POPULATE_WRITE cannot reserve the other sub-buffers later, all their blocks are
   // reserved now, as before the lazy scheme: fallocate() (ENOSPC, EFBIG fail here, not with a
   // SIGBUS later); file systems without it keep the sparse file. The probe's page is the last

@@ -383,7 +383,7 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
   info_.uuid[8] = static_cast<std::uint8_t>((info_.uuid[8] & 0x3f) | 0x80);
   std::memcpy(info_.clock_uuid, g_inherited_clock_uuid, sizeof info_.clock_uuid);
   info_.pid = static_cast<std::uint32_t>(::getpid());
-  info_.procname = base::ReadProcLine("/proc/self/comm");
+  info_.procname = base::ProcessName();
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   info_.hostname = host;
