@@ -253,6 +253,7 @@ class Core final : public ring::Owner {
   bool quiescent_ = false;
   std::uint64_t generation_ = 0;
   bool forked_child_ = false;  // a fork child's session: writes streams, never the metadata
+  std::size_t metadata_size_ = 0;  // of the file WriteMetadata wrote, padding included; 0: none yet
   // The N of ring_<N> / stream_<N> to try next (file_numbers.h); Take() is safe without mu_.
   FileNumbers file_numbers_;
   // mu_: threads creating buffer files without mu_ (Attach); Unpublish waits for 0 on created_cv_.
