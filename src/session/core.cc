@@ -700,9 +700,8 @@ void Core::EnsureConsumer() {
   if (stopped_ || consumer_started_.load(std::memory_order_relaxed)) return;
   // Detached: Stop() does not wait for it (see Stop) and a Core that is never freed (stopped at
   // exit, or whose grace period never ends) leaves no joinable thread behind. ~Core waits for
-  // consumer_exited_ instead. Started as a joinable thread and detached at once, not through
-  // StartLibraryDetachedThread: that one names itself as it starts, and until then function
-  // tracing would count it as a program thread (functrace/discover.cc, OtherThreadsExist).
+  // consumer_exited_ instead. Started as a joinable thread and detached at once: it keeps the
+  // program's default stack size, which StartLibraryDetachedThread would make us choose.
   base::StartLibraryThread("hush-consumer", [this] {
     ConsumerLoop();
     // Release: everything the loop did to this Core happens before ~Core's acquire. Nothing of
