@@ -1,6 +1,7 @@
 #include "sql/clickhouse.h"
 
 #include <curl/curl.h>
+#include <dlfcn.h>
 #include <zlib.h>
 
 #include <cctype>
@@ -146,47 +147,103 @@ bool Gzip(std::span<const std::uint8_t> data, std::string* out) {
 
 }  // namespace
 
-ClickHouseClient::ClickHouseClient(const ClickHouseUrl& url, long timeout_s)
-    : url_(url), timeout_s_(timeout_s) {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-  curl_ = curl_easy_init();
+namespace {
+
+// libcurl is loaded by the first client, not linked: linked, it made every hushtrace command
+// (start, stop, dump...) load 28 more libraries (TLS, Kerberos, LDAP, IDN...) and run their
+// constructors, most of the CLI's own start-up: `perf stat -r 30 hushtrace --version`, docs/
+// benchmarks.md "Attach from the command line". Only `ship` pays for it now.
+struct CurlApi {
+  decltype(&::curl_global_init) global_init = nullptr;
+  decltype(&::curl_easy_init) easy_init = nullptr;
+  decltype(&::curl_easy_cleanup) easy_cleanup = nullptr;
+  decltype(&::curl_easy_reset) easy_reset = nullptr;
+  decltype(&::curl_easy_setopt) easy_setopt = nullptr;
+  decltype(&::curl_easy_perform) easy_perform = nullptr;
+  decltype(&::curl_easy_getinfo) easy_getinfo = nullptr;
+  decltype(&::curl_easy_strerror) easy_strerror = nullptr;
+  decltype(&::curl_slist_append) slist_append = nullptr;
+  decltype(&::curl_slist_free_all) slist_free_all = nullptr;
+  std::string error;  // why libcurl is not usable; empty once loaded and initialized
+};
+
+template <class F>
+void Resolve(void* lib, const char* name, F* out, std::string* error) {
+  *out = reinterpret_cast<F>(::dlsym(lib, name));
+  if (*out == nullptr && error->empty()) *error = std::string("libcurl.so.4 has no ") + name;
 }
 
-ClickHouseClient::~ClickHouseClient() { curl_easy_cleanup(static_cast<CURL*>(curl_)); }
+// Loaded once per process and never unloaded (its connection cache and TLS state live on).
+const CurlApi& Curl() {
+  static const CurlApi api = [] {
+    CurlApi a;
+    void* lib = ::dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) {
+      const char* why = ::dlerror();
+      a.error = std::string("cannot load libcurl (Debian package libcurl4): ") + (why ? why : "dlopen failed");
+      return a;
+    }
+    Resolve(lib, "curl_global_init", &a.global_init, &a.error);
+    Resolve(lib, "curl_easy_init", &a.easy_init, &a.error);
+    Resolve(lib, "curl_easy_cleanup", &a.easy_cleanup, &a.error);
+    Resolve(lib, "curl_easy_reset", &a.easy_reset, &a.error);
+    Resolve(lib, "curl_easy_setopt", &a.easy_setopt, &a.error);
+    Resolve(lib, "curl_easy_perform", &a.easy_perform, &a.error);
+    Resolve(lib, "curl_easy_getinfo", &a.easy_getinfo, &a.error);
+    Resolve(lib, "curl_easy_strerror", &a.easy_strerror, &a.error);
+    Resolve(lib, "curl_slist_append", &a.slist_append, &a.error);
+    Resolve(lib, "curl_slist_free_all", &a.slist_free_all, &a.error);
+    if (a.error.empty() && a.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) a.error = "curl_global_init failed";
+    return a;
+  }();
+  return api;
+}
+
+}  // namespace
+
+ClickHouseClient::ClickHouseClient(const ClickHouseUrl& url, long timeout_s)
+    : url_(url), timeout_s_(timeout_s) {
+  curl_ = Curl().error.empty() ? Curl().easy_init() : nullptr;
+}
+
+ClickHouseClient::~ClickHouseClient() {
+  if (curl_ != nullptr) Curl().easy_cleanup(static_cast<CURL*>(curl_));
+}
 
 bool ClickHouseClient::Post(const std::string& url, const void* body, std::size_t size, bool gzip,
                             std::string* result, std::string* error) {
   CURL* curl = static_cast<CURL*>(curl_);
   if (curl == nullptr) {
-    *error = "curl_easy_init failed";
+    *error = Curl().error.empty() ? std::string("curl_easy_init failed") : Curl().error;
+    retryable_ = false;
     return false;
   }
+  const CurlApi& api = Curl();
   result->clear();
-  curl_easy_reset(curl);  // keeps the connection cache
+  api.easy_reset(curl);  // keeps the connection cache
   curl_slist* headers = nullptr;
-  headers = curl_slist_append(headers, "Content-Type: application/octet-stream");
-  if (gzip) headers = curl_slist_append(headers, "Content-Encoding: gzip");
-  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(curl, CURLOPT_POST, 1L);
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(size));
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, CollectBody);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, result);
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT, timeout_s_);
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  const CURLcode rc = curl_easy_perform(curl);
-  curl_slist_free_all(headers);
+  headers = api.slist_append(headers, "Content-Type: application/octet-stream");
+  if (gzip) headers = api.slist_append(headers, "Content-Encoding: gzip");
+  api.easy_setopt(curl, CURLOPT_URL, url.c_str());
+  api.easy_setopt(curl, CURLOPT_POST, 1L);
+  api.easy_setopt(curl, CURLOPT_POSTFIELDS, body);
+  api.easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(size));
+  api.easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  api.easy_setopt(curl, CURLOPT_WRITEFUNCTION, CollectBody);
+  api.easy_setopt(curl, CURLOPT_WRITEDATA, result);
+  api.easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
+  api.easy_setopt(curl, CURLOPT_TIMEOUT, timeout_s_);
+  api.easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  const CURLcode rc = api.easy_perform(curl);
+  api.slist_free_all(headers);
   bytes_sent_ += size;
   retryable_ = true;
   if (rc != CURLE_OK) {
-    *error = url_.base + ": " + curl_easy_strerror(rc);
+    *error = url_.base + ": " + api.easy_strerror(rc);
     return false;
   }
   long status = 0;
-  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  api.easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
   if (status != 200) {
     retryable_ = status == 502 || status == 503 || status == 504;
     std::string message = *result;

@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Attach as a user pays it (issue 14): the `hushtrace` CLI run as a process against a live program.
+
+    bench/attach_cli.py [--build-dir build] [--runs 30] [--scratch DIR] [--out FILE.json]
+
+Starts `bench_control_target spin` (tests/control/control_target.cc: one thread emitting
+`ctl:clock` in a loop, one sleeping) and, after one `hushtrace status PID` that opens the control
+channel (ptrace bootstrap, reported on its own), runs RUNS rounds of, interleaved:
+
+  hushtrace --version                  any hushtrace command: process start, exit, wait
+  hushtrace status PID                 a command that talks to the process
+  hushtrace start PID -e ctl:clock -o SCRATCH/run-N      (then 5 ms of recording)
+  hushtrace stop PID                   returns once every committed event is written
+
+each timed from just before its spawn to the end of its wait (CLOCK_MONOTONIC), plus "start ->
+first event": the first event's own timestamp in the trace (babeltrace2 --clock-seconds, the
+trace clock's realtime offset) minus CLOCK_REALTIME just before `hushtrace start` was spawned.
+The issue's figure is that latency over the median time of running any hushtrace command
+(`--version`). Every trace is checked to hold events. Prints medians, p90 and the host.
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def quantile(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * (len(xs) - 1) + 0.5))]
+
+
+def timed(cmd):
+    """Wall µs of one run of cmd (spawn to reaped) and its result."""
+    t = time.monotonic_ns()
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return (time.monotonic_ns() - t) / 1000.0, r
+
+
+def first_event_realtime_ns(trace):
+    p = subprocess.Popen(["babeltrace2", "--clock-seconds", trace], stdout=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    p.kill()
+    p.wait()
+    if not line.startswith("["):
+        sys.exit(f"{trace}: no event in the trace")
+    secs, frac = line[1:line.index("]")].split(".")
+    return int(secs) * 1_000_000_000 + int(frac.ljust(9, "0")[:9])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build-dir", default="build")
+    ap.add_argument("--runs", type=int, default=30)
+    ap.add_argument("--scratch", default=None, help="where the traces go (default: a directory under the build dir, ext4 here)")
+    ap.add_argument("--out", default="bench/results/attach_cli.json")
+    a = ap.parse_args()
+    cli = os.path.abspath(os.path.join(a.build_dir, "tools/hushtrace/hushtrace"))
+    target = os.path.abspath(os.path.join(a.build_dir, "bench/bench_control_target"))
+    scratch = tempfile.mkdtemp(prefix="attach-cli.", dir=a.scratch or a.build_dir)
+    fs = subprocess.run(["stat", "-f", "-c", "%T", scratch], capture_output=True, text=True).stdout.strip()
+    host = subprocess.run(["sh", "-c", "lscpu | sed -n 's/^Model name: *//p'"], capture_output=True, text=True).stdout.strip()
+    load_before = open("/proc/loadavg").read().split()[:3]
+    proc = subprocess.Popen([target, "spin"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    rows = {"version": [], "status": [], "start": [], "start_to_first_event": [], "stop": []}
+    try:
+        time.sleep(0.2)
+        pid = str(proc.pid)
+        bootstrap, r = timed([cli, "status", pid])
+        if r.returncode != 0:
+            sys.exit(f"hushtrace status {pid} failed: {r.stderr}")
+        for i in range(a.runs):
+            us, r = timed([cli, "--version"])
+            rows["version"].append(us)
+            us, r = timed([cli, "status", pid])
+            rows["status"].append(us)
+            trace = os.path.join(scratch, f"run-{i}")
+            t0 = time.time_ns()
+            us, r = timed([cli, "start", pid, "-e", "ctl:clock", "-o", trace])
+            if r.returncode != 0:
+                sys.exit(f"hushtrace start failed: {r.stderr}")
+            rows["start"].append(us)
+            time.sleep(0.005)
+            us, r = timed([cli, "stop", pid])
+            if r.returncode != 0:
+                sys.exit(f"hushtrace stop failed: {r.stderr}")
+            rows["stop"].append(us)
+            rows["start_to_first_event"].append((first_event_realtime_ns(trace) - t0) / 1000.0)
+            shutil.rmtree(trace)
+    finally:
+        proc.kill()
+        proc.wait()
+        shutil.rmtree(scratch, ignore_errors=True)
+    load_after = open("/proc/loadavg").read().split()[:3]
+    med = {k: statistics.median(v) for k, v in rows.items()}
+    over = [x - med["version"] for x in rows["start_to_first_event"]]
+    result = {
+        "host": host, "nproc": os.cpu_count(), "filesystem": fs, "runs": a.runs,
+        "load_before": load_before, "load_after": load_after, "bootstrap_status_us": bootstrap,
+        "samples_us": rows,
+        "median_us": med, "p90_us": {k: quantile(v, 0.9) for k, v in rows.items()},
+        "start_to_first_event_over_version_median_us": statistics.median(over),
+    }
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+    with open(a.out, "w") as f:
+        json.dump(result, f, indent=1)
+    print(f"host: {host}, {os.cpu_count()} CPUs; traces on {fs}; load {' '.join(load_before)} -> {' '.join(load_after)}")
+    print(f"first request (ptrace bootstrap + membarrier registration): {bootstrap:.0f} us")
+    print(f"{'command (us, ' + str(a.runs) + ' runs)':34} {'median':>9} {'min':>9} {'p90':>9}")
+    for k, v in rows.items():
+        print(f"{k:34} {med[k]:9.0f} {min(v):9.0f} {quantile(v, 0.9):9.0f}")
+    print(f"start -> first event, over the median `hushtrace --version`: {result['start_to_first_event_over_version_median_us']:.0f} us")
+
+
+if __name__ == "__main__":
+    main()
