@@ -112,7 +112,7 @@ std::uint64_t Now(bool use_tsc) {
   return use_tsc ? internal::ReadCycleCounter() : ReadNs(CLOCK_MONOTONIC);
 }
 
-Calibration Calibrate() {
+Calibration CalibrateBegin() {
   Calibration c;
   c.use_tsc = TscIsInvariant();
   if (!c.use_tsc) {
@@ -125,13 +125,10 @@ Calibration Calibrate() {
     return c;
   }
   SamplePair(true, CLOCK_MONOTONIC_RAW, &c.ref_ticks, &c.ref_mono_ns);
-  std::uint64_t t, real;
-  SamplePair(true, CLOCK_REALTIME, &t, &real);
-  // Realtime at the reference tick (the two samples are < 1 us apart; the TSC runs at ~GHz).
-  c.ref_real_ns = real - static_cast<std::uint64_t>((t - c.ref_ticks) * 1e9L / 2.5e9L);
+  SamplePair(true, CLOCK_REALTIME, &c.ref_second_ticks, &c.ref_second_real_ns);
   if (const std::uint64_t best = g_best_freq.load(std::memory_order_relaxed); best != 0) {
-    // An earlier session's (or Prepare's) estimate: no spin; Refine() replaces it once this
-    // session has run longer than the span it was measured over.
+    // An earlier session's (or Prepare's) estimate: Refine() replaces it once this session has
+    // run longer than the span it was measured over.
     c.freq_hz = best;
     c.span_ns = g_best_span.load(std::memory_order_relaxed);
     c.freq_source = g_best_refined.load(std::memory_order_relaxed) ? "span" : "spin";
@@ -143,7 +140,15 @@ Calibration Calibrate() {
     c.span_ns = 0;
     c.freq_source = "cntfrq";
   } else {
-    // Provisional frequency over a ~50 us spin; Refine() replaces it.
+    c.freq_source = "pending";  // CalibrateEnd measures it
+  }
+  return c;
+}
+
+void CalibrateEnd(Calibration& c) {
+  if (!c.use_tsc) return;
+  if (c.freq_source == "pending") {
+    // Provisional frequency over >= 50 us since the reference; Refine() replaces it.
     std::uint64_t ticks, mono;
     do {
       SamplePair(true, CLOCK_MONOTONIC_RAW, &ticks, &mono);
@@ -153,9 +158,15 @@ Calibration Calibrate() {
     c.freq_source = "spin";
     Remember(c);
   }
-  // Redo the realtime correction with the estimate.
-  c.ref_real_ns = real - static_cast<std::uint64_t>((t - c.ref_ticks) * 1e9L / c.freq_hz);
+  // Realtime at the reference tick, from the realtime pair taken just after it (< 1 us apart).
+  c.ref_real_ns = c.ref_second_real_ns -
+                  static_cast<std::uint64_t>((c.ref_second_ticks - c.ref_ticks) * 1e9L / c.freq_hz);
   ComputeOffset(c);
+}
+
+Calibration Calibrate() {
+  Calibration c = CalibrateBegin();
+  CalibrateEnd(c);
   return c;
 }
 

@@ -5,9 +5,12 @@
 // the slow path and is stamped with CLOCK_MONOTONIC in nanoseconds.
 //
 // Calibration costs nothing measurable at session start: it records one reference pair
-// (counter, CLOCK_MONOTONIC_RAW, CLOCK_REALTIME) and estimates the frequency over a ~50 us spin,
+// (counter, CLOCK_MONOTONIC_RAW, CLOCK_REALTIME) and estimates the frequency over at least 50 us,
 // only in the process's first calibration: later sessions start from the best estimate so far
-// (the TSC is invariant), which Prepare() can take ahead of time (the control server does).
+// (the TSC is invariant), which Prepare() can take ahead of time (the control server does). The
+// 50 us need not be a spin: CalibrateBegin() takes the reference and CalibrateEnd() the second
+// pair after whatever work the caller did in between, spinning only for what is left of them
+// (a session's start creates its directories and scans the registry there: no spin at all).
 // Refine() later measures the frequency over the whole span since the reference, which bounds
 // the error of any timestamp to about twice the sampling error of the two pairs (tens of ns),
 // whatever the session length. The consumer refines periodically and Stop() once more; the
@@ -23,7 +26,8 @@ namespace hush::clock {
 struct Calibration {
   bool use_tsc = false;
   std::uint64_t freq_hz = 1000000000;
-  // "nominal" (ns clock), "spin" (start estimate), "cntfrq" (aarch64 start), "span" (refined)
+  // "nominal" (ns clock), "spin" (start estimate), "cntfrq" (aarch64 start), "span" (refined);
+  // "pending" between CalibrateBegin and CalibrateEnd in a process's first calibration
   std::string freq_source;
   // Wall-clock time of counter value 0, split as CTF wants it: offset_s seconds plus
   // offset_cycles counter cycles.
@@ -34,6 +38,10 @@ struct Calibration {
   std::uint64_t ref_mono_ns = 0;
   std::uint64_t ref_real_ns = 0;
   std::uint64_t span_ns = 0;  // length of the span the frequency was measured over
+  // The (counter, CLOCK_REALTIME) pair taken right after the reference, from which CalibrateEnd
+  // derives ref_real_ns once the frequency is known.
+  std::uint64_t ref_second_ticks = 0;
+  std::uint64_t ref_second_real_ns = 0;
 };
 
 // Whether the cycle counter can time a session: an invariant TSC (x86-64) or the generic
@@ -48,7 +56,9 @@ const char* CounterName();
 const char* CounterDescription();
 // Reads the session clock (cycle counter or CLOCK_MONOTONIC ns).
 std::uint64_t Now(bool use_tsc);
-Calibration Calibrate();
+Calibration Calibrate();  // CalibrateBegin() then CalibrateEnd()
+Calibration CalibrateBegin();
+void CalibrateEnd(Calibration& c);
 // Re-measures the frequency over the span since the reference and recomputes the offset.
 void Refine(Calibration& c);
 // Takes the first frequency estimate now (a ~50 us spin), if none was taken yet.

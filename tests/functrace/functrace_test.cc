@@ -483,8 +483,13 @@ TEST(FunctraceTest, FunctionTriggerAdaptiveThreshold) {
     const Snapshot s = ReadSnapshot(dir + "/snapshots/" + name);
     EXPECT_EQ(s.function, "serve(int, bool)");
     EXPECT_GT(s.duration_ns, s.threshold_ns);
-    EXPECT_TRUE(s.has_entry && s.has_exit);
-    if (s.duration_ns >= 30000000) ++slow;
+    // A fast call's snapshot may come after its own events went round the flight ring (the
+    // program keeps calling while the snapshot thread waits for a CPU: seen once in 16 runs on a
+    // loaded 2-CPU machine); a slow call is followed by the program's pause, so its pair is there.
+    if (s.duration_ns >= 30000000) {
+      EXPECT_TRUE(s.has_entry && s.has_exit);
+      ++slow;
+    }
   }
   EXPECT_GE(slow, 2) << r.Describe();  // the first may come before the warm-up ends
 }
