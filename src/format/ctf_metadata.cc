@@ -86,6 +86,7 @@ std::string BuildMetadata(const TraceInfo& info, const std::vector<const registr
   m += "\thushtrace_mode = " + Quote(info.mode) + ";\n";
   m += "\thushtrace_clock_source = " + Quote(info.clock.use_tsc ? clock::CounterName() : "monotonic") + ";\n";
   m += "\thushtrace_clock_freq_source = " + Quote(info.clock.freq_source) + ";\n";
+  if (info.buffer_size != 0) m += "\thushtrace_buffer_size = " + std::to_string(info.buffer_size) + ";\n";
   if (info.events_lost_on_write != 0) {
     m += "\thushtrace_events_lost_on_write = " + std::to_string(info.events_lost_on_write) + ";\n";
   }

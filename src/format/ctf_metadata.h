@@ -21,6 +21,7 @@ struct TraceInfo {
   std::string procname;
   std::string hostname;
   std::string mode;  // "stream" | "flight"
+  std::uint64_t buffer_size = 0;  // each thread's ring (the session's buffer size); 0: not written
   clock::Calibration clock;
   // Known at stop only; written to the env block when not 0 (docs/format.md): losses that are
   // not the ring's, so that `record` names their cause rather than the buffer size.

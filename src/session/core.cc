@@ -391,6 +391,7 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
   ::gethostname(host, sizeof host - 1);
   info_.hostname = host;
   info_.mode = options_.mode == Mode::kFlight ? "flight" : "stream";
+  info_.buffer_size = options_.buffer_size;
   generation_ = next_generation_.fetch_add(1, std::memory_order_relaxed);
 
   registry::Registry& registry = registry::Global();

@@ -345,6 +345,31 @@ TEST(FunctraceTest, MinDurationWritesOnlyLongCalls) {
   EXPECT_GE(c.rows[0].total, c.rows[0].self);
 }
 
+// A stream-mode function session whose ring size is not given gets 16M rings, said before the
+// program runs; a given size, or flight mode, keeps its own. The trace's metadata names the size.
+TEST(FunctraceTest, RecordSizesFunctionRingsAndSaysSo) {
+  struct Case {
+    std::vector<std::string> options;
+    std::uint64_t ring;
+    bool said;
+  };
+  const Case cases[] = {{{}, 16u << 20, true},
+                        {{"--buffer-size", "2M"}, 2u << 20, false},
+                        {{"--mode", "flight"}, 1u << 20, false}};
+  for (const Case& c : cases) {
+    TempDir tmp("ft_ring");
+    const std::string dir = tmp.Sub("t");
+    std::vector<std::string> argv = {HUSH_FT_CLI, "record", "--functions", "fib*", "-o", dir};
+    argv.insert(argv.end(), c.options.begin(), c.options.end());
+    argv.insert(argv.end(), {"--", std::string(HUSH_FT_DIR) + "/ft_prog_plain", "recursion"});
+    const ProcessResult r = RunProcess(argv, ChildEnv(), 120);
+    ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+    EXPECT_EQ(r.err.find("hushtrace: --functions: 16M rings per thread") != std::string::npos, c.said) << r.err;
+    EXPECT_NE(hushtest::ReadFile(dir + "/metadata").find("hushtrace_buffer_size = " + std::to_string(c.ring) + ";"),
+              std::string::npos);
+  }
+}
+
 TEST(FunctraceTest, RecordRejectsBadFunctionOptions) {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"--functions", "f", "--depth", "0", "--", "true"},
