@@ -183,7 +183,7 @@ OpenRing OpenRingFile(int ring_dirfd, const std::string& name, const std::string
              ", a multiple of 8)";
     return OpenRing::kError;
   }
-  const std::uint64_t expected = ring::kRingHeaderSize + h.subbuf_size * h.subbuf_count;
+  const std::uint64_t expected = ring::RingBytes(h.subbuf_size, h.subbuf_count);
   if (expected != size) {
     *error = At(path, offsetof(RingHeader, subbuf_size)) + Num(h.subbuf_count) + " sub-buffers of " +
              Num(h.subbuf_size) + " bytes need a file of " + Num(expected) + " bytes, the file has " +

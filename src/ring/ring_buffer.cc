@@ -181,7 +181,7 @@ std::unique_ptr<Ring> Ring::Create(int ring_dirfd, std::uint32_t index, const Ri
     errno = e;  // callers look for EEXIST (session/core.cc)
     return nullptr;
   }
-  const std::size_t size = kRingHeaderSize + config.subbuf_size * config.subbuf_count;
+  const std::size_t size = RingBytes(config.subbuf_size, config.subbuf_count);
   // A page first touched through the mapping on a full file system kills the program with
   // SIGBUS, so every sub-buffer's blocks are reserved before the producer writes it: here the
   // header and sub-buffer 0, by writing zeros with write() (which fails instead: ENOSPC, and is
@@ -285,7 +285,7 @@ bool Ring::Prefault() {
 }
 
 std::unique_ptr<Ring> Ring::CreateInMemory(std::uint32_t index, const RingConfig& config) {
-  const std::size_t size = kRingHeaderSize + config.subbuf_size * config.subbuf_count;
+  const std::size_t size = RingBytes(config.subbuf_size, config.subbuf_count);
   void* mapping = ::operator new(size, std::align_val_t{4096});
   std::memset(mapping, 0, size);
   std::unique_ptr<Ring> ring(new Ring(index, config, mapping, size, false));

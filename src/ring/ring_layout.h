@@ -30,6 +30,11 @@ namespace hush::ring {
 inline constexpr char kRingMagic[8] = {'H', 'U', 'S', 'H', 'R', 'N', 'G', '1'};
 inline constexpr std::uint32_t kRingVersion = 2;  // 2: commit word with event count, written_mark
 inline constexpr std::size_t kRingHeaderSize = 4096;
+// The bytes of a ring file (and mapping): the header, then the sub-buffers. The session sizes its
+// budget with it, Ring::Create its file, recovery checks a dead ring's file against it.
+constexpr std::uint64_t RingBytes(std::uint64_t subbuf_size, std::uint64_t subbuf_count) {
+  return kRingHeaderSize + subbuf_size * subbuf_count;
+}
 inline constexpr std::uint32_t kMaxSubbufCount = 256;
 inline constexpr std::uint32_t kMinSubbufCount = 2;
 inline constexpr std::size_t kMinSubbufSize = 4096;

@@ -351,7 +351,7 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
         options_.buffer_size / subbuf_size_, ring::kMaxSubbufCount));
   }
   // The budget must hold one full ring (a lone thread is never the one that runs out).
-  const std::uint64_t ring_bytes = ring::kRingHeaderSize + std::uint64_t{subbuf_size_} * subbuf_count_;
+  const std::uint64_t ring_bytes = ring::RingBytes(subbuf_size_, subbuf_count_);
   budget_ = options_.buffer_budget != 0
                 ? options_.buffer_budget
                 : std::max<std::uint64_t>(kDefaultBufferBudget, 4 * ring_bytes);
