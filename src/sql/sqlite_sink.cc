@@ -14,10 +14,15 @@ constexpr std::size_t kQueueBlocks = 16;    // blocks queued at most (memory bou
 using T = ColumnType;
 // The physical tables of `events` (sqlite_sink.h). Columns in the order of the view's join.
 constexpr Column kEventRows[] = {
-    {"source", T::kInt64}, {"pid", T::kUInt32},  {"tid", T::kUInt32},
-    {"ts_ns", T::kInt64},  {"class", T::kInt64}, {"fields", T::kString},
+    {"tid", T::kUInt32},   {"ts_ns", T::kInt64}, {"seq", T::kInt64},
+    {"source", T::kInt64}, {"class", T::kInt64}, {"fields", T::kString},
 };
-constexpr Column kSources[] = {{"source", T::kInt64}, {"trace_id", T::kString}, {"host", T::kString}};
+// event_rows is stored in the order of its key (a WITHOUT ROWID table): the rows of one thread
+// in time order are next to each other, so the before-trigger query reads a range of it and no
+// index is built (seq, the row's number in the file, only makes the key unique).
+constexpr const char* kEventRowsKey = "PRIMARY KEY (tid, ts_ns, seq)";
+constexpr Column kSources[] = {
+    {"source", T::kInt64}, {"trace_id", T::kString}, {"host", T::kString}, {"pid", T::kUInt32}};
 constexpr Column kClasses[] = {
     {"class", T::kInt64}, {"provider", T::kString}, {"name", T::kString}, {"kind", T::kString}};
 constexpr std::size_t kSourcesTable = kTableCount, kClassesTable = kTableCount + 1;
@@ -28,16 +33,17 @@ struct FileTable {
   const char* name;
   std::span<const Column> columns;
   const char* indexes;  // as TableDef::sqlite_indexes
+  const char* key = "";  // "": a rowid table; else its PRIMARY KEY clause, WITHOUT ROWID
 };
 FileTable FileTableAt(std::size_t t) {
   if (t == kSourcesTable) return {"sources", kSources, ""};
   if (t == kClassesTable) return {"event_classes", kClasses, ""};
   const TableDef& def = Tables()[t];
-  if (def.id == TableId::kEvents) return {"event_rows", kEventRows, def.sqlite_indexes};
+  if (def.id == TableId::kEvents) return {"event_rows", kEventRows, def.sqlite_indexes, kEventRowsKey};
   return {def.name, def.columns, def.sqlite_indexes};
 }
 
-std::string ColumnList(std::span<const Column> columns, bool first_is_key) {
+std::string ColumnList(std::span<const Column> columns, bool first_is_key, const char* key = "") {
   std::string sql = " (";
   for (std::size_t i = 0; i < columns.size(); ++i) {
     if (i != 0) sql += ", ";
@@ -53,7 +59,8 @@ std::string ColumnList(std::span<const Column> columns, bool first_is_key) {
       case ColumnType::kString: sql += " TEXT NOT NULL"; break;
     }
   }
-  return sql + ")";
+  if (*key == '\0') return sql + ")";
+  return sql + ", " + key + ") WITHOUT ROWID";
 }
 
 // The view `events`: the columns of schema.h, in its order.
@@ -61,7 +68,7 @@ std::string EventsView() {
   std::string sql = "CREATE VIEW IF NOT EXISTS events AS SELECT ";
   for (std::size_t i = 0; i < Table(TableId::kEvents).columns.size(); ++i) {
     const std::string_view c = Table(TableId::kEvents).columns[i].name;
-    const char* from = c == "trace_id" || c == "host"                   ? "s."
+    const char* from = c == "trace_id" || c == "host" || c == "pid"     ? "s."
                        : c == "provider" || c == "name" || c == "kind" ? "c."
                                                                         : "e.";
     sql += (i == 0 ? "" : ", ") + (from + std::string(c)) + " AS " + std::string(c);
@@ -115,7 +122,7 @@ std::unique_ptr<SqliteSink> SqliteSink::Create(const std::string& path, std::str
     const bool keyed = t == kSourcesTable || t == kClassesTable;
     ok = ok &&
          sink->Exec(std::string("CREATE TABLE IF NOT EXISTS ") + table.name +
-                    ColumnList(table.columns, keyed)) &&
+                    ColumnList(table.columns, keyed, table.key)) &&
          sink->Prepare(t, 1, &sink->insert_one_[t]) &&
          sink->Prepare(t, kBatchRows, &sink->insert_batch_[t]);
   }
@@ -148,11 +155,20 @@ bool SqliteSink::LoadNumbers() {
     error_ = "the file holds a table `events` of an earlier hushtrace; export into a new file";
     return false;
   }
+  // event_rows of an earlier hushtrace: a rowid table, without seq.
+  if (sqlite3_prepare_v2(db_.get(), "SELECT COALESCE(MAX(seq), 0) FROM event_rows", -1, &raw,
+                         nullptr) != SQLITE_OK) {
+    error_ = std::string("the file holds a table `event_rows` of an earlier hushtrace (") +
+             sqlite3_errmsg(db_.get()) + "); export into a new file";
+    return false;
+  }
+  stmt.reset(raw);
+  if (sqlite3_step(stmt.get()) == SQLITE_ROW) next_seq_ = sqlite3_column_int64(stmt.get(), 0) + 1;
   const auto text = [](sqlite3_stmt* st, int col) {
     const unsigned char* p = sqlite3_column_text(st, col);
     return std::string(p != nullptr ? reinterpret_cast<const char*>(p) : "");
   };
-  for (const char* query : {"SELECT source, trace_id, host FROM sources",
+  for (const char* query : {"SELECT source, trace_id, host, pid FROM sources",
                             "SELECT class, provider, name, kind FROM event_classes"}) {
     const bool sources = query[7] == 's';
     if (sqlite3_prepare_v2(db_.get(), query, -1, &raw, nullptr) != SQLITE_OK) {
@@ -163,7 +179,7 @@ bool SqliteSink::LoadNumbers() {
     while (sqlite3_step(stmt.get()) == SQLITE_ROW) {
       const std::int64_t n = sqlite3_column_int64(stmt.get(), 0);
       if (sources) {
-        sources_[{text(stmt.get(), 1), text(stmt.get(), 2)}] = n;
+        sources_[{text(stmt.get(), 1), text(stmt.get(), 2), sqlite3_column_int64(stmt.get(), 3)}] = n;
         next_source_ = std::max(next_source_, n + 1);
       } else {
         classes_[text(stmt.get(), 1) + '\n' + text(stmt.get(), 2) + '\n' + text(stmt.get(), 3)] = n;
@@ -201,28 +217,33 @@ bool SqliteSink::Row(TableId table, std::span<const Value> values) {
   }
   // trace_id, host, pid, tid, ts_ns, provider, name, kind, fields (schema.cc)
   Value row[6];
-  row[0].i = SourceOf(values[0].s, values[1].s);
-  row[1] = values[2];
-  row[2] = values[3];
-  row[3] = values[4];
+  row[0] = values[3];
+  row[1] = values[4];
+  row[2].i = next_seq_++;
+  row[3].i = SourceOf(values[0].s, values[1].s, values[2].i);
   row[4].i = ClassOf(values[5].s, values[6].s, values[7].s);
   row[5] = values[8];
   Append(static_cast<std::size_t>(TableId::kEvents), row);
   return true;
 }
 
-std::int64_t SqliteSink::SourceOf(std::string_view trace_id, std::string_view host) {
-  if (last_source_ >= 0 && trace_id == last_trace_id_ && host == last_host_) return last_source_;
-  auto [it, added] = sources_.try_emplace({std::string(trace_id), std::string(host)}, next_source_);
+std::int64_t SqliteSink::SourceOf(std::string_view trace_id, std::string_view host,
+                                  std::int64_t pid) {
+  if (last_source_ >= 0 && pid == last_pid_ && trace_id == last_trace_id_ && host == last_host_)
+    return last_source_;
+  auto [it, added] =
+      sources_.try_emplace({std::string(trace_id), std::string(host), pid}, next_source_);
   if (added) {
-    Value row[3];
+    Value row[4];
     row[0].i = next_source_++;
     row[1].s = trace_id;
     row[2].s = host;
+    row[3].i = pid;
     Append(kSourcesTable, row);
   }
   last_trace_id_ = trace_id;
   last_host_ = host;
+  last_pid_ = pid;
   return last_source_ = it->second;
 }
 

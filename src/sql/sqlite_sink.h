@@ -16,19 +16,25 @@
 // file to delete, as a half-written Perfetto export does).
 //
 // `events` is a view, not a table, in the SQLite file. Its rows are three quarters of a trace's
-// rows, and five of its nine columns repeat per event what there are only a few of: trace_id
-// and host (one pair a trace) and provider, name, kind (one triple an event class). Stored as
+// rows, and six of its nine columns repeat per event what there are only a few of: trace_id,
+// host and pid (one triple a trace) and provider, name, kind (one triple an event class). Stored as
 // they are (ClickHouse compresses them away; SQLite does not), they made each row ~150 bytes and
 // SQLite's record building and B-tree inserts most of the export's CPU. So the file holds
 //
-//   event_rows(source, pid, tid, ts_ns, class, fields)       one row an event, ~40 bytes
-//   sources(source INTEGER PRIMARY KEY, trace_id, host)      one row a trace and host
+//   event_rows(tid, ts_ns, seq, source, class, fields)   one row an event, ~50 bytes,
+//       PRIMARY KEY (tid, ts_ns, seq) WITHOUT ROWID      stored in the order of its key
+//   sources(source INTEGER PRIMARY KEY, trace_id, host, pid)   one row a trace
 //   event_classes(class INTEGER PRIMARY KEY, provider, name, kind)
 //   VIEW events  = event_rows joined with both (rowid lookups): the columns of schema.h
 //
 // and every documented query reads `events` as schema.h defines it. The source and class
 // numbers are given by Row() from maps loaded at Create() (a file that already holds traces
-// keeps its numbers); the index events_by_thread is on event_rows(tid, ts_ns).
+// keeps its numbers; seq continues after the file's largest, found by a scan of event_rows).
+// event_rows needs no index for "one thread's events in a time range": its key is one. Rows
+// given in the key's order (thread by thread, each in time order: TraceTables::AddEventRow,
+// StreamsByThread) are appended at the right edge of its B-tree, which is as cheap as inserting
+// into a rowid table; rows in time order across threads are stored right too, only slower
+// (SQLite splits pages in the middle of the tree then).
 #ifndef HUSHTRACE_SRC_SQL_SQLITE_SINK_H_
 #define HUSHTRACE_SRC_SQL_SQLITE_SINK_H_
 
@@ -43,6 +49,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -95,7 +102,7 @@ class SqliteSink final : public RowSink {
   void Append(std::size_t table, std::span<const Value> values);
   // The source / class number of an events row (appends a sources / event_classes row for a
   // pair / triple not seen before).
-  std::int64_t SourceOf(std::string_view trace_id, std::string_view host);
+  std::int64_t SourceOf(std::string_view trace_id, std::string_view host, std::int64_t pid);
   std::int64_t ClassOf(std::string_view provider, std::string_view name, std::string_view kind);
   // Hands a block to the writer thread (waits while the queue is full).
   void Push(Block&& block);
@@ -115,11 +122,12 @@ class SqliteSink final : public RowSink {
   // Caller's thread: the numbers given so far. The key of a class is "provider\nname\nkind"
   // (class_key_ is reused to look it up without an allocation); the last source is kept
   // apart, as every row of one trace has the same.
-  std::map<std::pair<std::string, std::string>, std::int64_t> sources_;
+  std::map<std::tuple<std::string, std::string, std::int64_t>, std::int64_t> sources_;
   std::unordered_map<std::string, std::int64_t> classes_;
   std::string class_key_;
   std::string last_trace_id_, last_host_;
-  std::int64_t last_source_ = -1, next_source_ = 1, next_class_ = 1;
+  std::int64_t last_pid_ = 0, last_source_ = -1, next_source_ = 1, next_class_ = 1;
+  std::int64_t next_seq_ = 1;  // event_rows.seq of the next row
 
   // The queue between Row() and the writer thread. A mutex and condition variables, not a
   // lock-free ring: a block carries ~1000 rows, so the queue sees a few thousand operations
