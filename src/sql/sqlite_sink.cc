@@ -112,10 +112,13 @@ std::unique_ptr<SqliteSink> SqliteSink::Create(const std::string& path, std::str
     return nullptr;
   }
   // A new file: 64 KiB pages (fewer, fuller B-tree pages for the long events table), a page
-  // cache of 256 MiB at most so that building the indexes rereads little from the file.
+  // cache of 32 MiB: rows are appended (event_rows in key order, the other tables by rowid), so
+  // the pages written to stay few and the others can go to the file (cache spill: allowed with
+  // journal_mode=OFF) and be reread from the OS's cache by CREATE INDEX; a larger cache only
+  // costs memory (the export's RSS was 160 MB with 256 MiB).
   bool ok = sink->Exec("PRAGMA page_size=65536") && sink->Exec("PRAGMA journal_mode=OFF") &&
             sink->Exec("PRAGMA synchronous=OFF") && sink->Exec("PRAGMA locking_mode=EXCLUSIVE") &&
-            sink->Exec("PRAGMA cache_size=-262144") && sink->Exec("PRAGMA temp_store=MEMORY") &&
+            sink->Exec("PRAGMA cache_size=-32768") && sink->Exec("PRAGMA temp_store=MEMORY") &&
             sink->Exec("BEGIN");
   for (std::size_t t = 0; t < kFileTableCount; ++t) {
     const FileTable table = FileTableAt(t);
