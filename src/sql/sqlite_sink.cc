@@ -49,7 +49,8 @@ const View kViews[] = {
     {TableId::kEvents,
      {"s.trace_id", "s.host", "s.pid", "e.tid", "e.ts_ns", "c.provider", "c.name", "c.kind",
       "e.fields"},
-     "event_rows e JOIN sources s ON s.source = e.source JOIN event_classes c ON c.class = e.class"},
+     "event_rows e JOIN sources s ON s.source = e.source"
+     " JOIN event_classes c ON c.class = e.class"},
     {TableId::kSpans,
      {"s.trace_id", "s.host", "s.pid", "r.tid", "r.id", "r.parent_id", "r.depth", "r.ts_ns",
       "r.dur_ns", "r.self_ns", "p.name", "n.name"},
@@ -224,7 +225,8 @@ bool SqliteSink::LoadNumbers() {
     while (sqlite3_step(stmt.get()) == SQLITE_ROW) {
       const std::int64_t n = sqlite3_column_int64(stmt.get(), 0);
       if (sources) {
-        sources_[{text(stmt.get(), 1), text(stmt.get(), 2), sqlite3_column_int64(stmt.get(), 3)}] = n;
+        const std::int64_t pid = sqlite3_column_int64(stmt.get(), 3);
+        sources_[{text(stmt.get(), 1), text(stmt.get(), 2), pid}] = n;
         next_source_ = std::max(next_source_, n + 1);
       } else if (names) {
         names_[text(stmt.get(), 1)] = n;

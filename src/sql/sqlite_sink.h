@@ -126,7 +126,9 @@ class SqliteSink final : public RowSink {
   void StopWriter();
 
   std::unique_ptr<sqlite3, DbCloser> db_;
-  static constexpr std::size_t kFileTableCount = kTableCount + 3;  // + sources, event_classes, names
+  // The tables of schema.h (with event_rows, span_rows, counter_rows for the views), then
+  // sources, event_classes and names.
+  static constexpr std::size_t kFileTableCount = kTableCount + 3;
   std::array<Stmt, kFileTableCount> insert_one_, insert_batch_;
   std::array<Block, kFileTableCount> pending_;  // filled by Row(), on the caller's thread
   std::string error_;  // caller's thread; the writer's goes to writer_error_

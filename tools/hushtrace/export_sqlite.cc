@@ -39,10 +39,10 @@ int ExportSqlite(const reader::Trace& trace, const std::string& path) {
     std::fprintf(stderr, "hushtrace export: %s\n", error.c_str());
     return 1;
   }
-  // Two passes (docs/sql.md, "events in the SQLite file"): the `events` rows thread by thread,
-  // in the order of event_rows' key (tid, ts_ns), so that every insert appends to its B-tree;
-  // then every event in time order for the spans, counters and sched slices of the timeline.
-  // Reading twice costs little next to SQLite's inserts.
+  // Two passes (docs/sql.md, "... in the SQLite file: views"): the `events` rows thread by
+  // thread, in the order of event_rows' key (tid, ts_ns), so that every insert appends to its
+  // B-tree; then every event in time order for the spans, counters and sched slices of the
+  // timeline. Reading twice costs little next to SQLite's inserts.
   sql::TraceTables tables(trace, *sink, {});
   bool ok = true;
   std::string read_error;
