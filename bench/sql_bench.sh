@@ -98,9 +98,14 @@ run() {
 wire() { sed -n 's/.* \([0-9]*\) bytes sent$/\1/p' "$SCRATCH/err" | awk -v n="$N" '{ printf "%.2fB/ev", $1 / n }'; }
 size_of() { stat -c %s "$1" | awk -v n="$N" '{ printf "%.1fB/ev", $1 / n }'; }
 
+# The exports first, side by side (perfetto, sqlite, perfetto, ...), then the shipping: the
+# server merges the parts of each insert in the background after it, which would take CPU from
+# exports run in between.
 for i in $(seq 1 "$RUNS"); do
   run export-perfetto "$i" "size_of $SCRATCH/out.pftrace" -- "$HUSH" export "$trace" --format perfetto -o "$SCRATCH/out.pftrace"
   run export-sqlite "$i" "size_of $SCRATCH/out.db" -- "$HUSH" export "$trace" --format sqlite -o "$SCRATCH/out.db"
+done | tee -a "$RESULT.runs"
+for i in $(seq 1 "$RUNS"); do
   # A fresh database each run: every chunk is sent.
   run ship "$i" wire -- "$HUSH" ship "$trace" --to "${URL}bench_ship_$i"
   rm -f "$SCRATCH/watch/.hushtrace-ship-state"
@@ -122,3 +127,4 @@ awk -v n="$N" '
       printf "median %-16s wall %.2f s, cpu %.2f s: %.3f M events/s wall, %.3f M events/s cpu, %.2f cpu-s per M events, %s\n", l, mw, mc, n / mw / 1e6, n / mc / 1e6, mc / (n / 1e6), x[l]
     }
   }' "$RESULT" | sort | tee -a "$RESULT"
+echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$RESULT"

@@ -231,6 +231,9 @@ class Trace {
 class EventIterator {
  public:
   explicit EventIterator(const Trace& trace);
+  // The events of the streams whose index N is listed (others and unknown indexes ignored),
+  // merged the same way: e.g. one thread's events, stream by stream.
+  EventIterator(const Trace& trace, std::span<const std::uint32_t> streams);
   ~EventIterator();
   EventIterator(const EventIterator&) = delete;
   EventIterator& operator=(const EventIterator&) = delete;

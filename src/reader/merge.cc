@@ -57,6 +57,17 @@ EventIterator::EventIterator(const Trace& trace) : impl_(std::make_unique<Impl>(
   impl_->heap.reserve(impl_->cursors.size());
 }
 
+EventIterator::EventIterator(const Trace& trace, std::span<const std::uint32_t> streams)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->data = trace.data_.get();
+  for (const auto& src : impl_->data->sources) {
+    if (std::find(streams.begin(), streams.end(), src->index) == streams.end()) continue;
+    impl_->cursors.push_back(std::make_unique<internal::StreamCursor>(
+        &impl_->data->parsed, impl_->data->classes.get(), src.get()));
+  }
+  impl_->heap.reserve(impl_->cursors.size());
+}
+
 EventIterator::~EventIterator() = default;
 
 bool EventIterator::Next() {

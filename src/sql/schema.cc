@@ -48,8 +48,8 @@ constexpr Column kLosses[] = {
 constexpr std::array<TableDef, kTableCount> kTables = {{
     {TableId::kProcesses, "processes", kProcesses, "host", ""},
     {TableId::kThreads, "threads", kThreads, "host, pid, tid", ""},
-    {TableId::kEvents, "events", kEvents, "host, pid, tid, ts_ns",
-     "events_by_thread(tid, ts_ns)"},
+    // SQLite: no index; its events are stored by (tid, ts_ns) (sqlite_sink.h).
+    {TableId::kEvents, "events", kEvents, "host, pid, tid, ts_ns", ""},
     {TableId::kSpans, "spans", kSpans, "name, host, ts_ns", "spans_by_name(name)"},
     {TableId::kCounters, "counters", kCounters, "name, host, ts_ns", ""},
     {TableId::kSchedSlices, "sched_slices", kSchedSlices, "host, pid, tid, ts_ns", ""},

@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <initializer_list>
 #include <string_view>
 
 namespace hush::sql {
@@ -14,30 +15,77 @@ constexpr std::size_t kQueueBlocks = 16;    // blocks queued at most (memory bou
 using T = ColumnType;
 // The physical tables of `events` (sqlite_sink.h). Columns in the order of the view's join.
 constexpr Column kEventRows[] = {
-    {"source", T::kInt64}, {"pid", T::kUInt32},  {"tid", T::kUInt32},
-    {"ts_ns", T::kInt64},  {"class", T::kInt64}, {"fields", T::kString},
+    {"tid", T::kUInt32},   {"ts_ns", T::kInt64}, {"seq", T::kInt64},
+    {"source", T::kInt64}, {"class", T::kInt64}, {"fields", T::kString},
 };
-constexpr Column kSources[] = {{"source", T::kInt64}, {"trace_id", T::kString}, {"host", T::kString}};
+// event_rows is stored in the order of its key (a WITHOUT ROWID table): the rows of one thread
+// in time order are next to each other, so the before-trigger query reads a range of it and no
+// index is built (seq, the row's number in the file, only makes the key unique).
+constexpr const char* kEventRowsKey = "PRIMARY KEY (tid, ts_ns, seq)";
+// The physical tables of `spans` and `counters`: names as numbers of `names` rows.
+constexpr Column kSpanRows[] = {
+    {"source", T::kInt64}, {"tid", T::kUInt32},   {"id", T::kInt64},     {"parent_id", T::kInt64},
+    {"depth", T::kUInt32}, {"ts_ns", T::kInt64},  {"dur_ns", T::kInt64}, {"self_ns", T::kInt64},
+    {"provider", T::kInt64}, {"name", T::kInt64},
+};
+constexpr Column kCounterRows[] = {
+    {"source", T::kInt64}, {"ts_ns", T::kInt64}, {"name", T::kInt64}, {"value", T::kFloat64}};
+constexpr Column kSources[] = {
+    {"source", T::kInt64}, {"trace_id", T::kString}, {"host", T::kString}, {"pid", T::kUInt32}};
 constexpr Column kClasses[] = {
     {"class", T::kInt64}, {"provider", T::kString}, {"name", T::kString}, {"kind", T::kString}};
-constexpr std::size_t kSourcesTable = kTableCount, kClassesTable = kTableCount + 1;
+constexpr Column kNames[] = {{"id", T::kInt64}, {"name", T::kString}};
+constexpr std::size_t kSourcesTable = kTableCount, kClassesTable = kTableCount + 1,
+                      kNamesTable = kTableCount + 2;
 
-// A table of the file: the tables of schema.h, with event_rows in the place of events, then
-// sources and event_classes.
+// The views of the file, each a table of schema.h over the tables that hold its rows: its
+// columns' expressions in schema.h's order, then the tables they come from.
+struct View {
+  TableId id;
+  std::initializer_list<const char*> columns;
+  const char* from;
+};
+const View kViews[] = {
+    {TableId::kEvents,
+     {"s.trace_id", "s.host", "s.pid", "e.tid", "e.ts_ns", "c.provider", "c.name", "c.kind",
+      "e.fields"},
+     "event_rows e JOIN sources s ON s.source = e.source"
+     " JOIN event_classes c ON c.class = e.class"},
+    {TableId::kSpans,
+     {"s.trace_id", "s.host", "s.pid", "r.tid", "r.id", "r.parent_id", "r.depth", "r.ts_ns",
+      "r.dur_ns", "r.self_ns", "p.name", "n.name"},
+     "span_rows r JOIN sources s ON s.source = r.source JOIN names p ON p.id = r.provider"
+     " JOIN names n ON n.id = r.name"},
+    {TableId::kCounters,
+     {"s.trace_id", "s.host", "s.pid", "r.ts_ns", "n.name", "r.value"},
+     "counter_rows r JOIN sources s ON s.source = r.source JOIN names n ON n.id = r.name"},
+};
+
+// A table of the file: the tables of schema.h, with event_rows, span_rows and counter_rows in
+// the places of the views, then sources, event_classes and names.
 struct FileTable {
   const char* name;
   std::span<const Column> columns;
   const char* indexes;  // as TableDef::sqlite_indexes
+  const char* constraint = "";  // a table constraint after the columns, "" none
+  bool without_rowid = false;   // the constraint is its PRIMARY KEY
 };
 FileTable FileTableAt(std::size_t t) {
   if (t == kSourcesTable) return {"sources", kSources, ""};
   if (t == kClassesTable) return {"event_classes", kClasses, ""};
+  // UNIQUE: the index lets a query for a name (spans WHERE name = ...) start from names and
+  // go to span_rows through spans_by_name, rather than scan span_rows.
+  if (t == kNamesTable) return {"names", kNames, "", "UNIQUE (name)"};
   const TableDef& def = Tables()[t];
-  if (def.id == TableId::kEvents) return {"event_rows", kEventRows, def.sqlite_indexes};
+  if (def.id == TableId::kEvents)
+    return {"event_rows", kEventRows, def.sqlite_indexes, kEventRowsKey, true};
+  if (def.id == TableId::kSpans) return {"span_rows", kSpanRows, def.sqlite_indexes};
+  if (def.id == TableId::kCounters) return {"counter_rows", kCounterRows, def.sqlite_indexes};
   return {def.name, def.columns, def.sqlite_indexes};
 }
 
-std::string ColumnList(std::span<const Column> columns, bool first_is_key) {
+std::string ColumnList(std::span<const Column> columns, bool first_is_key,
+                       const char* constraint = "", bool without_rowid = false) {
   std::string sql = " (";
   for (std::size_t i = 0; i < columns.size(); ++i) {
     if (i != 0) sql += ", ";
@@ -53,22 +101,19 @@ std::string ColumnList(std::span<const Column> columns, bool first_is_key) {
       case ColumnType::kString: sql += " TEXT NOT NULL"; break;
     }
   }
-  return sql + ")";
+  if (*constraint != '\0') sql += std::string(", ") + constraint;
+  return sql + (without_rowid ? ") WITHOUT ROWID" : ")");
 }
 
-// The view `events`: the columns of schema.h, in its order.
-std::string EventsView() {
-  std::string sql = "CREATE VIEW IF NOT EXISTS events AS SELECT ";
-  for (std::size_t i = 0; i < Table(TableId::kEvents).columns.size(); ++i) {
-    const std::string_view c = Table(TableId::kEvents).columns[i].name;
-    const char* from = c == "trace_id" || c == "host"                   ? "s."
-                       : c == "provider" || c == "name" || c == "kind" ? "c."
-                                                                        : "e.";
-    sql += (i == 0 ? "" : ", ") + (from + std::string(c)) + " AS " + std::string(c);
+std::string ViewSql(const View& view) {
+  const TableDef& def = Table(view.id);
+  std::string sql = std::string("CREATE VIEW IF NOT EXISTS ") + def.name + " AS SELECT ";
+  std::size_t i = 0;
+  for (const char* expr : view.columns) {
+    sql += std::string(i == 0 ? "" : ", ") + expr + " AS " + def.columns[i].name;
+    ++i;
   }
-  return sql +
-         " FROM event_rows e JOIN sources s ON s.source = e.source"
-         " JOIN event_classes c ON c.class = e.class";
+  return sql + " FROM " + view.from;
 }
 }  // namespace
 
@@ -105,23 +150,27 @@ std::unique_ptr<SqliteSink> SqliteSink::Create(const std::string& path, std::str
     return nullptr;
   }
   // A new file: 64 KiB pages (fewer, fuller B-tree pages for the long events table), a page
-  // cache of 256 MiB at most so that building the indexes rereads little from the file.
+  // cache of 32 MiB: rows are appended (event_rows in key order, the other tables by rowid), so
+  // the pages written to stay few and the others can go to the file (cache spill: allowed with
+  // journal_mode=OFF) and be reread from the OS's cache by CREATE INDEX; a larger cache only
+  // costs memory (the export's RSS was 160 MB with 256 MiB).
   bool ok = sink->Exec("PRAGMA page_size=65536") && sink->Exec("PRAGMA journal_mode=OFF") &&
             sink->Exec("PRAGMA synchronous=OFF") && sink->Exec("PRAGMA locking_mode=EXCLUSIVE") &&
-            sink->Exec("PRAGMA cache_size=-262144") && sink->Exec("PRAGMA temp_store=MEMORY") &&
+            sink->Exec("PRAGMA cache_size=-32768") && sink->Exec("PRAGMA temp_store=MEMORY") &&
             sink->Exec("BEGIN");
   for (std::size_t t = 0; t < kFileTableCount; ++t) {
     const FileTable table = FileTableAt(t);
-    const bool keyed = t == kSourcesTable || t == kClassesTable;
+    const bool keyed = t == kSourcesTable || t == kClassesTable || t == kNamesTable;
     ok = ok &&
          sink->Exec(std::string("CREATE TABLE IF NOT EXISTS ") + table.name +
-                    ColumnList(table.columns, keyed)) &&
+                    ColumnList(table.columns, keyed, table.constraint, table.without_rowid)) &&
          sink->Prepare(t, 1, &sink->insert_one_[t]) &&
          sink->Prepare(t, kBatchRows, &sink->insert_batch_[t]);
   }
-  // A file from before the view holds a table `events`: CREATE VIEW IF NOT EXISTS would keep
-  // it and leave event_rows unread.
-  ok = ok && sink->Exec(EventsView()) && sink->LoadNumbers();
+  // A file from before the views holds tables `events`, `spans`, `counters`: CREATE VIEW IF NOT
+  // EXISTS would keep them (LoadNumbers refuses such a file).
+  for (const View& view : kViews) ok = ok && sink->Exec(ViewSql(view));
+  ok = ok && sink->LoadNumbers();
   if (!ok) {
     *error = path + ": " + sink->error_;
     return nullptr;
@@ -138,23 +187,36 @@ SqliteSink::~SqliteSink() {
 bool SqliteSink::LoadNumbers() {
   sqlite3_stmt* raw = nullptr;
   if (sqlite3_prepare_v2(db_.get(),
-                         "SELECT type FROM sqlite_master WHERE name = 'events' AND type <> 'view'",
+                         "SELECT name FROM sqlite_master WHERE name IN ('events', 'spans', "
+                         "'counters') AND type <> 'view' ORDER BY name",
                          -1, &raw, nullptr) != SQLITE_OK) {
     error_ = sqlite3_errmsg(db_.get());
     return false;
   }
   Stmt stmt(raw);
   if (sqlite3_step(stmt.get()) == SQLITE_ROW) {
-    error_ = "the file holds a table `events` of an earlier hushtrace; export into a new file";
+    error_ = std::string("the file holds a table `") +
+             reinterpret_cast<const char*>(sqlite3_column_text(stmt.get(), 0)) +
+             "` of an earlier hushtrace; export into a new file";
     return false;
   }
+  // event_rows of an earlier hushtrace: a rowid table, without seq.
+  if (sqlite3_prepare_v2(db_.get(), "SELECT COALESCE(MAX(seq), 0) FROM event_rows", -1, &raw,
+                         nullptr) != SQLITE_OK) {
+    error_ = std::string("the file holds a table `event_rows` of an earlier hushtrace (") +
+             sqlite3_errmsg(db_.get()) + "); export into a new file";
+    return false;
+  }
+  stmt.reset(raw);
+  if (sqlite3_step(stmt.get()) == SQLITE_ROW) next_seq_ = sqlite3_column_int64(stmt.get(), 0) + 1;
   const auto text = [](sqlite3_stmt* st, int col) {
     const unsigned char* p = sqlite3_column_text(st, col);
     return std::string(p != nullptr ? reinterpret_cast<const char*>(p) : "");
   };
-  for (const char* query : {"SELECT source, trace_id, host FROM sources",
-                            "SELECT class, provider, name, kind FROM event_classes"}) {
-    const bool sources = query[7] == 's';
+  for (const char* query : {"SELECT source, trace_id, host, pid FROM sources",
+                            "SELECT class, provider, name, kind FROM event_classes",
+                            "SELECT id, name FROM names"}) {
+    const bool sources = query[7] == 's', names = query[7] == 'i';
     if (sqlite3_prepare_v2(db_.get(), query, -1, &raw, nullptr) != SQLITE_OK) {
       error_ = sqlite3_errmsg(db_.get());
       return false;
@@ -163,8 +225,12 @@ bool SqliteSink::LoadNumbers() {
     while (sqlite3_step(stmt.get()) == SQLITE_ROW) {
       const std::int64_t n = sqlite3_column_int64(stmt.get(), 0);
       if (sources) {
-        sources_[{text(stmt.get(), 1), text(stmt.get(), 2)}] = n;
+        const std::int64_t pid = sqlite3_column_int64(stmt.get(), 3);
+        sources_[{text(stmt.get(), 1), text(stmt.get(), 2), pid}] = n;
         next_source_ = std::max(next_source_, n + 1);
+      } else if (names) {
+        names_[text(stmt.get(), 1)] = n;
+        next_name_ = std::max(next_name_, n + 1);
       } else {
         classes_[text(stmt.get(), 1) + '\n' + text(stmt.get(), 2) + '\n' + text(stmt.get(), 3)] = n;
         next_class_ = std::max(next_class_, n + 1);
@@ -195,53 +261,78 @@ bool SqliteSink::Prepare(std::size_t t, std::size_t rows, Stmt* out) {
 
 bool SqliteSink::Row(TableId table, std::span<const Value> values) {
   if (failed_.load(std::memory_order_relaxed)) return false;
+  if (table == TableId::kSpans) {
+    // trace_id, host, pid, tid, id, parent_id, depth, ts_ns, dur_ns, self_ns, provider, name
+    Value row[10];
+    row[0].i = SourceOf(values[0].s, values[1].s, values[2].i);
+    std::copy(values.begin() + 3, values.begin() + 10, row + 1);
+    row[8].i = Number(names_, next_name_, kNamesTable, {values[10].s});
+    row[9].i = Number(names_, next_name_, kNamesTable, {values[11].s});
+    Append(static_cast<std::size_t>(table), row);
+    return true;
+  }
+  if (table == TableId::kCounters) {
+    // trace_id, host, pid, ts_ns, name, value
+    Value row[4];
+    row[0].i = SourceOf(values[0].s, values[1].s, values[2].i);
+    row[1] = values[3];
+    row[2].i = Number(names_, next_name_, kNamesTable, {values[4].s});
+    row[3] = values[5];
+    Append(static_cast<std::size_t>(table), row);
+    return true;
+  }
   if (table != TableId::kEvents) {
     Append(static_cast<std::size_t>(table), values);
     return true;
   }
   // trace_id, host, pid, tid, ts_ns, provider, name, kind, fields (schema.cc)
   Value row[6];
-  row[0].i = SourceOf(values[0].s, values[1].s);
-  row[1] = values[2];
-  row[2] = values[3];
-  row[3] = values[4];
-  row[4].i = ClassOf(values[5].s, values[6].s, values[7].s);
+  row[0] = values[3];
+  row[1] = values[4];
+  row[2].i = next_seq_++;
+  row[3].i = SourceOf(values[0].s, values[1].s, values[2].i);
+  row[4].i = Number(classes_, next_class_, kClassesTable, {values[5].s, values[6].s, values[7].s});
   row[5] = values[8];
   Append(static_cast<std::size_t>(TableId::kEvents), row);
   return true;
 }
 
-std::int64_t SqliteSink::SourceOf(std::string_view trace_id, std::string_view host) {
-  if (last_source_ >= 0 && trace_id == last_trace_id_ && host == last_host_) return last_source_;
-  auto [it, added] = sources_.try_emplace({std::string(trace_id), std::string(host)}, next_source_);
+std::int64_t SqliteSink::SourceOf(std::string_view trace_id, std::string_view host,
+                                  std::int64_t pid) {
+  if (last_source_ >= 0 && pid == last_pid_ && trace_id == last_trace_id_ && host == last_host_)
+    return last_source_;
+  auto [it, added] =
+      sources_.try_emplace({std::string(trace_id), std::string(host), pid}, next_source_);
   if (added) {
-    Value row[3];
+    Value row[4];
     row[0].i = next_source_++;
     row[1].s = trace_id;
     row[2].s = host;
+    row[3].i = pid;
     Append(kSourcesTable, row);
   }
   last_trace_id_ = trace_id;
   last_host_ = host;
+  last_pid_ = pid;
   return last_source_ = it->second;
 }
 
-std::int64_t SqliteSink::ClassOf(std::string_view provider, std::string_view name,
-                                 std::string_view kind) {
-  class_key_.assign(provider);
-  class_key_ += '\n';
-  class_key_ += name;
-  class_key_ += '\n';
-  class_key_ += kind;
-  if (const auto it = classes_.find(class_key_); it != classes_.end()) return it->second;
-  const std::int64_t n = next_class_++;
-  classes_.emplace(class_key_, n);
+std::int64_t SqliteSink::Number(std::unordered_map<std::string, std::int64_t>& numbers,
+                                std::int64_t& next, std::size_t table,
+                                std::initializer_list<std::string_view> texts) {
+  key_.clear();
+  for (const std::string_view& t : texts) {
+    if (&t != texts.begin()) key_ += '\n';  // as LoadNumbers() joins them
+    key_ += t;
+  }
+  if (const auto it = numbers.find(key_); it != numbers.end()) return it->second;
+  const std::int64_t n = next++;
+  numbers.emplace(key_, n);
   Value row[4];
   row[0].i = n;
-  row[1].s = provider;
-  row[2].s = name;
-  row[3].s = kind;
-  Append(kClassesTable, row);
+  std::size_t i = 1;
+  for (const std::string_view t : texts) row[i++].s = t;
+  Append(table, std::span<const Value>(row, i));
   return n;
 }
 

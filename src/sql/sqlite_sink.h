@@ -15,20 +15,34 @@
 // not crash safety: journal_mode=OFF and synchronous=OFF (an export that dies midway leaves a
 // file to delete, as a half-written Perfetto export does).
 //
-// `events` is a view, not a table, in the SQLite file. Its rows are three quarters of a trace's
-// rows, and five of its nine columns repeat per event what there are only a few of: trace_id
-// and host (one pair a trace) and provider, name, kind (one triple an event class). Stored as
-// they are (ClickHouse compresses them away; SQLite does not), they made each row ~150 bytes and
+// `events`, `spans` and `counters` are views, not tables, in the SQLite file. Their rows are
+// nearly all of a trace's rows, and most of their columns repeat per row what there are only a
+// few of: trace_id, host and pid (one triple a trace), an event's provider, name and kind (one
+// triple an event class), a span's provider and name, a counter's name. Stored as they are
+// (ClickHouse compresses them away; SQLite does not), they made an event row ~150 bytes and
 // SQLite's record building and B-tree inserts most of the export's CPU. So the file holds
 //
-//   event_rows(source, pid, tid, ts_ns, class, fields)       one row an event, ~40 bytes
-//   sources(source INTEGER PRIMARY KEY, trace_id, host)      one row a trace and host
+//   event_rows(tid, ts_ns, seq, source, class, fields)   one row an event, ~50 bytes,
+//       PRIMARY KEY (tid, ts_ns, seq) WITHOUT ROWID      stored in the order of its key
+//   span_rows(source, tid, id, parent_id, depth, ts_ns, dur_ns, self_ns, provider, name)
+//   counter_rows(source, ts_ns, name, value)
+//   sources(source INTEGER PRIMARY KEY, trace_id, host, pid)   one row a trace
 //   event_classes(class INTEGER PRIMARY KEY, provider, name, kind)
-//   VIEW events  = event_rows joined with both (rowid lookups): the columns of schema.h
+//   names(id INTEGER PRIMARY KEY, name UNIQUE)           span providers and names, counter names
+//   VIEW events, spans, counters: the rows joined with those (rowid lookups), the columns of
+//                                 schema.h in its order
 //
-// and every documented query reads `events` as schema.h defines it. The source and class
-// numbers are given by Row() from maps loaded at Create() (a file that already holds traces
-// keeps its numbers); the index events_by_thread is on event_rows(tid, ts_ns).
+// and every documented query reads the views as schema.h defines them. The numbers are given by
+// Row() from maps loaded at Create() (a file that already holds traces keeps its numbers; seq
+// continues after the file's largest, found by a scan of event_rows). spans_by_name is on
+// span_rows(name): a query for one name finds it in names (its UNIQUE index) and its rows
+// through spans_by_name.
+//
+// event_rows needs no index for "one thread's events in a time range": its key is one. Rows
+// given in the key's order (thread by thread, each in time order: TraceTables::AddEventRow,
+// StreamsByThread) are appended at the right edge of its B-tree, which is as cheap as inserting
+// into a rowid table; rows in time order across threads are stored right too, only slower
+// (SQLite splits pages in the middle of the tree then).
 #ifndef HUSHTRACE_SRC_SQL_SQLITE_SINK_H_
 #define HUSHTRACE_SRC_SQL_SQLITE_SINK_H_
 
@@ -37,12 +51,14 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -89,14 +105,17 @@ class SqliteSink final : public RowSink {
   SqliteSink() = default;
   bool Exec(const std::string& sql);
   bool Prepare(std::size_t table, std::size_t rows, Stmt* out);
-  // The numbers of the sources and event classes a file already holds.
+  // The numbers of the sources, event classes and names a file already holds.
   bool LoadNumbers();
   // Copies a row of file table `table` into its pending block; hands the block over when full.
   void Append(std::size_t table, std::span<const Value> values);
-  // The source / class number of an events row (appends a sources / event_classes row for a
-  // pair / triple not seen before).
-  std::int64_t SourceOf(std::string_view trace_id, std::string_view host);
-  std::int64_t ClassOf(std::string_view provider, std::string_view name, std::string_view kind);
+  // The source number of a row (appends a sources row for a triple not seen before).
+  std::int64_t SourceOf(std::string_view trace_id, std::string_view host, std::int64_t pid);
+  // The number of an event class (texts: provider, name, kind) in classes_, of a span's
+  // provider or name or a counter's name in names_: a new one gets `next` (then incremented)
+  // and a row of its table (the number, then the texts).
+  std::int64_t Number(std::unordered_map<std::string, std::int64_t>& numbers, std::int64_t& next,
+                      std::size_t table, std::initializer_list<std::string_view> texts);
   // Hands a block to the writer thread (waits while the queue is full).
   void Push(Block&& block);
   void WriterLoop();
@@ -107,19 +126,23 @@ class SqliteSink final : public RowSink {
   void StopWriter();
 
   std::unique_ptr<sqlite3, DbCloser> db_;
-  static constexpr std::size_t kFileTableCount = kTableCount + 2;  // + sources, event_classes
+  // The tables of schema.h (with event_rows, span_rows, counter_rows for the views), then
+  // sources, event_classes and names.
+  static constexpr std::size_t kFileTableCount = kTableCount + 3;
   std::array<Stmt, kFileTableCount> insert_one_, insert_batch_;
   std::array<Block, kFileTableCount> pending_;  // filled by Row(), on the caller's thread
   std::string error_;  // caller's thread; the writer's goes to writer_error_
 
-  // Caller's thread: the numbers given so far. The key of a class is "provider\nname\nkind"
-  // (class_key_ is reused to look it up without an allocation); the last source is kept
-  // apart, as every row of one trace has the same.
-  std::map<std::pair<std::string, std::string>, std::int64_t> sources_;
-  std::unordered_map<std::string, std::int64_t> classes_;
-  std::string class_key_;
+  // Caller's thread: the numbers given so far. The key of a class is "provider\nname\nkind",
+  // of a name the name (key_ is reused to look them up without an allocation); the last source
+  // is kept apart, as every row of one trace has the same.
+  std::map<std::tuple<std::string, std::string, std::int64_t>, std::int64_t> sources_;
+  std::unordered_map<std::string, std::int64_t> classes_, names_;
+  std::string key_;
+  std::int64_t next_name_ = 1;
   std::string last_trace_id_, last_host_;
-  std::int64_t last_source_ = -1, next_source_ = 1, next_class_ = 1;
+  std::int64_t last_pid_ = 0, last_source_ = -1, next_source_ = 1, next_class_ = 1;
+  std::int64_t next_seq_ = 1;  // event_rows.seq of the next row
 
   // The queue between Row() and the writer thread. A mutex and condition variables, not a
   // lock-free ring: a block carries ~1000 rows, so the queue sees a few thousand operations

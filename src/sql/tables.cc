@@ -1,5 +1,6 @@
 #include "sql/tables.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -24,6 +25,34 @@ std::string TraceId(const reader::Trace& trace) {
   char buf[PATH_MAX];
   const char* abs = ::realpath(trace.dir().c_str(), buf);
   return "dir:" + std::string(abs != nullptr ? abs : trace.dir().c_str());
+}
+
+std::vector<std::vector<std::uint32_t>> StreamsByThread(const reader::Trace& trace) {
+  // group[s]: the group of stream s (an index into `groups`); threads come ordered by tid.
+  std::map<std::uint32_t, std::size_t> group;
+  std::vector<std::vector<std::uint32_t>> groups;
+  for (const reader::ThreadInfo& t : trace.threads()) {
+    std::size_t into = groups.size();
+    for (const std::uint32_t s : t.streams)
+      if (const auto it = group.find(s); it != group.end()) into = std::min(into, it->second);
+    if (into == groups.size()) groups.emplace_back();
+    for (const std::uint32_t s : t.streams) {
+      const auto it = group.find(s);
+      if (it == group.end()) {
+        group[s] = into;
+        groups[into].push_back(s);
+      } else if (it->second != into) {  // joins two groups: move the other one's streams over
+        std::vector<std::uint32_t> moved = std::move(groups[it->second]);
+        groups[it->second].clear();
+        for (const std::uint32_t m : moved) group[m] = into;
+        groups[into].insert(groups[into].end(), moved.begin(), moved.end());
+      }
+    }
+  }
+  for (const reader::StreamInfo& s : trace.streams())
+    if (group.find(s.index) == group.end()) groups.push_back({s.index});
+  std::erase_if(groups, [](const std::vector<std::uint32_t>& g) { return g.empty(); });
+  return groups;
 }
 
 // Receives the timeline of the trace and writes spans, sched_slices and counters rows.
@@ -141,7 +170,9 @@ TraceTables::TraceTables(const reader::Trace& trace, RowSink& sink, const TableO
       sink_(sink),
       trace_id_(TraceId(trace)),
       host_(exporter::ToValidUtf8(options.host.empty() ? trace.hostname() : options.host)),
-      clock_(trace) {
+      pid_(trace.pid()),
+      clock_(trace),
+      row_clock_(trace) {
   for (const reader::EventClass& cls : trace.metadata().events) {
     ClassText text;
     const std::size_t colon = cls.name.find(':');
@@ -165,7 +196,7 @@ TraceTables::~TraceTables() = default;
 void TraceTables::Common(Value* v) const {
   v[0].s = trace_id_;
   v[1].s = host_;
-  v[2].i = trace_.pid();
+  v[2].i = pid_;
 }
 
 bool TraceTables::Emit(TableId table, std::span<const Value> values) {
@@ -251,8 +282,21 @@ void TraceTables::AppendFields(const reader::Event& event, const ClassText& text
 bool TraceTables::Add(const reader::Event& event) {
   if (!ok_) return false;
   const std::int64_t ns = clock_.Convert(event.timestamp());
-  if (events_ == 0) first_ns_ = ns;
-  last_ns_ = ns;
+  return EventRow(event, ns) && Timeline(event);
+}
+
+bool TraceTables::AddEventRow(const reader::Event& event) {
+  return ok_ && EventRow(event, row_clock_.Convert(event.timestamp()));
+}
+
+bool TraceTables::AddToTimeline(const reader::Event& event) {
+  return ok_ && Timeline(event);
+}
+
+bool TraceTables::EventRow(const reader::Event& event, std::int64_t ns) {
+  // The processes row counts the `events` rows; their order may not be time's (AddEventRow).
+  first_ns_ = events_ == 0 ? ns : std::min(first_ns_, ns);
+  last_ns_ = events_ == 0 ? ns : std::max(last_ns_, ns);
   ++events_;
   const ClassText& text = classes_[event.event_class().index];
   AppendFields(event, text);
@@ -264,7 +308,10 @@ bool TraceTables::Add(const reader::Event& event) {
   v[6].s = text.name;
   v[7].s = reader::EventKindName(event.event_class().kind);
   v[8].s = std::string_view(reinterpret_cast<const char*>(fields_.data()), fields_.size());
-  if (!Emit(TableId::kEvents, std::span<const Value>(v, 9))) return false;
+  return Emit(TableId::kEvents, std::span<const Value>(v, 9));
+}
+
+bool TraceTables::Timeline(const reader::Event& event) {
   builder_->Add(event);  // spans, sched slices, counters through Slices
   return ok_;
 }

@@ -17,6 +17,7 @@
 //   TraceTables tables(*trace, sink, {});
 //   reader::EventIterator it(*trace);
 //   while (it.Next()) if (!tables.Add(it.event())) break;   // false: the sink failed
+//   // or: AddEventRow() for every event in any order, AddToTimeline() for every event in order
 //   bool ok = tables.Finish();
 //
 // Memory: that of the timeline (threads x stack depth + names), independent of the number of
@@ -60,6 +61,13 @@ struct TableOptions {
 // each of its snapshots are separate traces in the tables, and shipping each is idempotent).
 std::string TraceId(const reader::Trace& trace);
 
+// The trace's stream indexes in groups, for reading the events thread by thread
+// (reader::EventIterator over one group at a time, AddEventRow): the streams that carried
+// packets of one thread are in one group, groups in order of the lowest tid whose packets they
+// carried, streams of no known thread last. A trace of one stream a thread (the rings of a
+// session) gives its events in order of (tid, time).
+std::vector<std::vector<std::uint32_t>> StreamsByThread(const reader::Trace& trace);
+
 class TraceTables {
  public:
   TraceTables(const reader::Trace& trace, RowSink& sink, const TableOptions& options);
@@ -67,8 +75,15 @@ class TraceTables {
   TraceTables(const TraceTables&) = delete;
   TraceTables& operator=(const TraceTables&) = delete;
 
-  // False once the sink has failed.
+  // False once the sink has failed. Add(e) is AddEventRow(e) then AddToTimeline(e).
   bool Add(const reader::Event& event);
+  // The two halves of Add(), for a sink that wants the `events` rows in another order than
+  // time (the SQLite file stores them by thread and time: export_sqlite.cc reads the trace
+  // thread by thread for them): AddEventRow() writes the event's `events` row alone, in any
+  // order; AddToTimeline() must see every event in the iterator's time order, as Add() does,
+  // and writes the spans, counters and sched_slices rows they make.
+  bool AddEventRow(const reader::Event& event);
+  bool AddToTimeline(const reader::Event& event);
   // Closes open slices, writes threads, losses and the process row. False when the sink failed.
   bool Finish();
 
@@ -87,15 +102,20 @@ class TraceTables {
   // The columns every table starts with: trace_id, host, pid.
   void Common(Value* v) const;
   bool Emit(TableId table, std::span<const Value> values);
+  bool EventRow(const reader::Event& event, std::int64_t ns);
+  bool Timeline(const reader::Event& event);
   void AppendFields(const reader::Event& event, const ClassText& text);
 
   const reader::Trace& trace_;
   RowSink& sink_;
   std::string trace_id_, host_;
+  std::int64_t pid_;  // Trace::pid() looks it up in the environment
   bool ok_ = true;
   std::array<std::uint64_t, kTableCount> rows_{};
   std::vector<ClassText> classes_;
-  exporter::EpochNsConverter clock_;
+  // Add() converts with clock_, AddEventRow() with row_clock_: its order may differ from time's,
+  // and a converter is fast for steps forward in time.
+  exporter::EpochNsConverter clock_, row_clock_;
   exporter::OutputBuffer fields_{nullptr};  // the JSON of the current event (never flushed)
   std::int64_t first_ns_ = 0, last_ns_ = 0;
   std::uint64_t events_ = 0;

@@ -349,5 +349,33 @@ TEST_F(RecordedTest, StreamsThreadsLossesAndClock) {
   EXPECT_LT(max_gap, 5000000000);
 }
 
+// EventIterator(trace, streams): the events of those streams alone, in time order; each stream
+// read alone and all of them together give every event once.
+TEST_F(RecordedTest, IteratorOverSomeStreams) {
+  std::size_t total = 0;
+  for (const StreamInfo& s : trace_->streams()) {
+    const std::uint32_t one[] = {s.index};
+    EventIterator it(*trace_, one);
+    std::uint64_t prev = 0;
+    while (it.Next()) {
+      EXPECT_EQ(it.event().stream(), s.index);
+      EXPECT_GE(it.event().timestamp(), prev);
+      prev = it.event().timestamp();
+      ++total;
+    }
+    EXPECT_EQ(it.error(), "");
+  }
+  EXPECT_EQ(total, Recorded().events.size());
+  std::vector<std::uint32_t> all;
+  for (const StreamInfo& s : trace_->streams()) all.push_back(s.index);
+  all.push_back(9999);  // unknown: ignored
+  EventIterator it(*trace_, all);
+  std::size_t n = 0;
+  while (it.Next()) ++n;
+  EXPECT_EQ(n, total);
+  EventIterator none(*trace_, std::span<const std::uint32_t>());
+  EXPECT_FALSE(none.Next());
+}
+
 }  // namespace
 }  // namespace hush::reader::test

@@ -167,23 +167,98 @@ TEST_F(SqliteExport, TwoTracesInOneFileShareTheEventClasses) {
   const std::string db = tmp_ + "/two.db";
   ASSERT_EQ(ExportThroughSink(Recorded().dir, db, "host-a"), "");
   const std::string classes = Scalar(db, "SELECT COUNT(*) FROM event_classes");
+  const std::string names = Scalar(db, "SELECT COUNT(*) FROM names");
   ASSERT_EQ(ExportThroughSink(Recorded().dir, db, "host-b"), "");
   const BtView bt = Babeltrace(Recorded().dir);
   EXPECT_EQ(Scalar(db, "SELECT COUNT(*) FROM event_classes"), classes)
       << "the second trace's classes were numbered again";
+  EXPECT_EQ(Scalar(db, "SELECT COUNT(*) FROM names"), names)
+      << "the second trace's span and counter names were numbered again";
   EXPECT_EQ(Sql(db, "SELECT host, COUNT(*) FROM events GROUP BY host ORDER BY host"),
             (std::vector<std::string>{"host-a|" + std::to_string(bt.total),
                                       "host-b|" + std::to_string(bt.total)}));
   EXPECT_EQ(Scalar(db, "SELECT COUNT(*) FROM sources"), "2");
-  // The view has the columns of schema.h, in its order.
-  std::string columns;
-  for (const Column& c : Table(TableId::kEvents).columns) columns += (columns.empty() ? "" : ",") + std::string(c.name);
-  EXPECT_EQ(Scalar(db, "SELECT group_concat(name) FROM pragma_table_info('events')"), columns);
-  // The before-trigger query reads the index through the view.
+  // The views have the columns of schema.h, in its order.
+  for (const TableId id : {TableId::kEvents, TableId::kSpans, TableId::kCounters}) {
+    std::string columns;
+    for (const Column& c : Table(id).columns) columns += (columns.empty() ? "" : ",") + std::string(c.name);
+    EXPECT_EQ(Scalar(db, std::string("SELECT group_concat(name) FROM pragma_table_info('") +
+                             Table(id).name + "')"),
+              columns);
+  }
+  // Both traces' spans and counters read back through the views, per host.
+  EXPECT_EQ(Sql(db, "SELECT host, COUNT(*) FROM spans GROUP BY host ORDER BY host").size(), 2u);
+  EXPECT_EQ(Scalar(db, "SELECT COUNT(DISTINCT host) FROM counters"), "2");
+  // A thread's time range is a range of event_rows' key, read through the view.
   const std::vector<std::string> plan = Sql(db, "EXPLAIN QUERY PLAN SELECT ts_ns FROM events WHERE tid = 1 AND ts_ns > 5");
   std::string joined;
   for (const std::string& line : plan) joined += line + "\n";
-  EXPECT_NE(joined.find("events_by_thread"), std::string::npos) << joined;
+  EXPECT_NE(joined.find("SEARCH e USING PRIMARY KEY (tid=? AND ts_ns>?)"), std::string::npos)
+      << joined;
+  EXPECT_EQ(joined.find("SCAN e"), std::string::npos) << joined;
+}
+
+// The documented before-trigger query reads one range of event_rows for the thread's 10 ms (its
+// subqueries, which find the trigger by name, scan): not the whole table.
+TEST_F(SqliteExport, BeforeTriggerReadsARangeOfTheThread) {
+  const std::string db = Export(Recorded().dir, "plan.db");
+  const std::vector<std::string> plan =
+      Sql(db, "EXPLAIN QUERY PLAN " + DocQuery("before_trigger", "sqlite"));
+  std::vector<std::string> top;  // the outer query's steps: "|--X" or "`--X", not nested
+  for (const std::string& line : plan)
+    if (line.rfind("|--", 0) == 0 || line.rfind("`--", 0) == 0) top.push_back(line.substr(3));
+  std::string joined;
+  for (const std::string& line : plan) joined += line + "\n";
+  EXPECT_NE(std::find(top.begin(), top.end(),
+                      "SEARCH e USING PRIMARY KEY (tid=? AND ts_ns>? AND ts_ns<?)"),
+            top.end())
+      << joined;
+  for (const std::string& step : top) EXPECT_EQ(step.rfind("SCAN", 0), std::string::npos) << joined;
+}
+
+// The spans of one name are found through names and spans_by_name, not by scanning span_rows.
+TEST_F(SqliteExport, SpansOfOneNameUseTheIndex) {
+  const std::string db = Export(Recorded().dir, "names.db");
+  const std::string name = Scalar(db, "SELECT name FROM spans ORDER BY ts_ns LIMIT 1");
+  const std::vector<std::string> plan =
+      Sql(db, "EXPLAIN QUERY PLAN SELECT dur_ns FROM spans WHERE name = '" + name + "'");
+  std::string joined;
+  for (const std::string& line : plan) joined += line + "\n";
+  EXPECT_NE(joined.find("USING INDEX spans_by_name (name=?)"), std::string::npos) << joined;
+  EXPECT_EQ(joined.find("SCAN"), std::string::npos) << joined;
+  EXPECT_EQ(Scalar(db, "SELECT COUNT(*) FROM spans WHERE name = '" + name + "'"),
+            Scalar(db, "SELECT COUNT(*) FROM spans WHERE name || '' = '" + name + "'"));
+}
+
+// The export writes the events thread by thread (StreamsByThread, AddEventRow) and the timeline
+// in time order: the same rows as TraceTables::Add() in time order gives.
+TEST_F(SqliteExport, ThreadByThreadGivesTheRowsOfTimeOrder) {
+  const std::string db = Export(Recorded().dir, "by_thread.db");
+  const std::string host = Scalar(db, "SELECT host FROM processes");
+  const std::string in_order = tmp_ + "/in_order.db";
+  ASSERT_EQ(ExportThroughSink(Recorded().dir, in_order, host), "");
+  for (const char* query :
+       {"SELECT * FROM events ORDER BY tid, ts_ns, name, fields",
+        "SELECT * FROM spans ORDER BY id", "SELECT * FROM counters ORDER BY ts_ns, name, value",
+        "SELECT * FROM processes", "SELECT * FROM threads ORDER BY tid",
+        "SELECT * FROM losses ORDER BY stream", "SELECT * FROM sched_slices ORDER BY tid, ts_ns"}) {
+    SCOPED_TRACE(query);
+    const std::vector<std::string> got = Sql(db, query);
+    EXPECT_EQ(got, Sql(in_order, query));
+    if (std::string(query).find("events") != std::string::npos) {
+      EXPECT_GT(got.size(), 10000u);
+    }
+  }
+  std::string error;
+  const std::unique_ptr<reader::Trace> trace = reader::Trace::Open(Recorded().dir, &error);
+  ASSERT_TRUE(trace) << error;
+  std::vector<std::uint32_t> streams;
+  for (const std::vector<std::uint32_t>& group : StreamsByThread(*trace))
+    streams.insert(streams.end(), group.begin(), group.end());
+  std::sort(streams.begin(), streams.end());
+  std::vector<std::uint32_t> all;
+  for (const reader::StreamInfo& s : trace->streams()) all.push_back(s.index);
+  EXPECT_EQ(streams, all) << "every stream in one group";
 }
 
 TEST_F(SqliteExport, RefusesAFileWhoseEventsIsATable) {
@@ -191,6 +266,15 @@ TEST_F(SqliteExport, RefusesAFileWhoseEventsIsATable) {
   Sql(db, "CREATE TABLE events (trace_id TEXT)");
   const std::string error = ExportThroughSink(Recorded().dir, db, "h");
   EXPECT_NE(error.find("table `events` of an earlier hushtrace"), std::string::npos) << error;
+  const std::string spans = tmp_ + "/spans.db";
+  Sql(spans, "CREATE TABLE spans (trace_id TEXT)");
+  EXPECT_NE(ExportThroughSink(Recorded().dir, spans, "h").find("table `spans` of an earlier"),
+            std::string::npos);
+  // event_rows of the layout before its key (a rowid table without seq): refused too.
+  const std::string rowid = tmp_ + "/rowid.db";
+  Sql(rowid, "CREATE TABLE event_rows (source INTEGER, pid INTEGER, tid INTEGER, ts_ns INTEGER, "
+             "class INTEGER, fields TEXT)");
+  EXPECT_NE(ExportThroughSink(Recorded().dir, rowid, "h").find("event_rows"), std::string::npos);
 }
 
 }  // namespace
