@@ -159,7 +159,7 @@ TEST(FunctraceTest, Fork) { CheckMode("fork"); }
 TEST(FunctraceTest, DlopenedLibrary) {
   CheckMode("dlopen", {HUSH_FT_MODULE});
   TempDir tmp("ft_dlopen");
-  const ProcessResult r = RunTraced(Prog("split"), {"dlopen", HUSH_FT_MODULE}, tmp.Sub("t"));
+  const ProcessResult r = RunTraced(Prog(HUSH_FT_DEFAULT), {"dlopen", HUSH_FT_MODULE}, tmp.Sub("t"));
   ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
   const Checked c = CheckTrace(tmp.Sub("t"));
 #if defined(__SANITIZE_THREAD__)
@@ -177,7 +177,7 @@ TEST(FunctraceTest, DlopenedLibrary) {
 
 TEST(FunctraceTest, LibraryLoadedAgainAfterDlcloseIsTracedAgain) {
   TempDir tmp("ft_dlreopen");
-  const ProcessResult r = RunTraced(Prog("split"), {"dlreopen", HUSH_FT_MODULE}, tmp.Sub("t"));
+  const ProcessResult r = RunTraced(Prog(HUSH_FT_DEFAULT), {"dlreopen", HUSH_FT_MODULE}, tmp.Sub("t"));
   ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
   const Checked c = CheckTrace(tmp.Sub("t"));
   EXPECT_EQ(c.mismatched, 0u);
@@ -208,7 +208,7 @@ TEST(FunctraceTest, DeeperThanTheShadowStack) {
 TEST(FunctraceTest, DepthLimit) {
   TempDir tmp("ft_depth");
   const ProcessResult r =
-      RunTraced(Prog("split"), {"recursion"}, tmp.Sub("t"), {"HUSHTRACE_FUNCTION_DEPTH=3"});
+      RunTraced(Prog(HUSH_FT_DEFAULT), {"recursion"}, tmp.Sub("t"), {"HUSHTRACE_FUNCTION_DEPTH=3"});
   ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
   const Checked c = CheckTrace(tmp.Sub("t"));
   EXPECT_EQ(c.max_depth, 3u);  // main, fib, fib
@@ -266,10 +266,14 @@ TEST(FunctraceTest, StaticRuntimeRefusesFunctions) {
   EXPECT_NE(r.out.find("needs the shared runtime"), std::string::npos) << r.out;
 }
 
+// The flavor whose entries are patched while other threads run them (x86-64: the non-PIE fentry
+// build, not under TSan; aarch64: every entry).
+bool HaveThreadedFlavor() { return std::string(HUSH_FT_THREADED).size() > 0; }
+
 TEST(FunctraceTest, PatchAllTenThousandWhileThreadsCallThem) {
-  if (Flavors().size() < 2) GTEST_SKIP() << "needs the non-PIE fentry build (not under TSan)";
+  if (!HaveThreadedFlavor()) GTEST_SKIP() << "needs the non-PIE fentry build (not under TSan)";
   TempDir tmp("ft_many_patch");
-  const ProcessResult r = RunProcess({std::string(HUSH_FT_DIR) + "/ft_many_fentry", "patch", "5"},
+  const ProcessResult r = RunProcess({std::string(HUSH_FT_DIR) + "/ft_many_" HUSH_FT_THREADED, "patch", "5"},
                                      ChildEnv({"HUSHTRACE_EVENTS=func:*", "HUSHTRACE_MODE=flight",
                                                "HUSHTRACE_OUTPUT=" + tmp.Sub("t")}),
                                      120);
@@ -278,7 +282,7 @@ TEST(FunctraceTest, PatchAllTenThousandWhileThreadsCallThem) {
 }
 
 TEST(FunctraceTest, ConcurrentPatchAndUnpatch) {
-  if (Flavors().size() < 2) GTEST_SKIP() << "needs the non-PIE fentry build (not under TSan)";
+  if (!HaveThreadedFlavor()) GTEST_SKIP() << "needs the non-PIE fentry build (not under TSan)";
 #if defined(__SANITIZE_ADDRESS__)
   const char* rounds = "100";
 #else
@@ -332,7 +336,7 @@ TEST(FunctraceTest, MinDurationWritesOnlyLongCalls) {
   TempDir tmp("ft_min");
   const std::string dir = tmp.Sub("t");
   const ProcessResult r = RunProcess({HUSH_FT_CLI, "record", "--functions", "fib", "--min-duration",
-                                      "20us", "-o", dir, "--", Prog("split"), "recursion"},
+                                      "20us", "-o", dir, "--", Prog(HUSH_FT_DEFAULT), "recursion"},
                                      ChildEnv(), 120);
   ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
   const Checked c = CheckTrace(dir);
