@@ -8,6 +8,7 @@
 //   - func:entry counts per function (resolved through the module map) equal the program's counts.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -17,6 +18,7 @@
 
 #include "func_profile.h"
 #include "hushtrace/reader.h"
+#include "emulated_exec.h"
 #include "runtime/test_util.h"
 
 namespace {
@@ -109,9 +111,16 @@ Checked CheckTrace(const std::string& dir) {
 
 ProcessResult RunTraced(const std::string& prog, const std::vector<std::string>& args,
                         const std::string& dir, const std::vector<std::string>& extra_env = {}) {
-  std::vector<std::string> env = extra_env;  // first: getenv() takes the first of duplicates
-  env.insert(env.end(), {"HUSHTRACE_FUNCTIONS=*", "HUSHTRACE_OUTPUT=" + dir,
-                         "HUSHTRACE_BUFFER_SIZE=4M"});
+  // No duplicates: getenv() takes the first, qemu-user (which builds the guest's environment
+  // itself) the last.
+  std::vector<std::string> env = extra_env;
+  for (const std::string& d : {std::string("HUSHTRACE_FUNCTIONS=*"), "HUSHTRACE_OUTPUT=" + dir,
+                               std::string("HUSHTRACE_BUFFER_SIZE=4M")}) {
+    const std::string key = d.substr(0, d.find('=') + 1);
+    bool given = false;
+    for (const std::string& e : extra_env) given = given || e.rfind(key, 0) == 0;
+    if (!given) env.push_back(d);
+  }
   std::vector<std::string> argv = {prog};
   argv.insert(argv.end(), args.begin(), args.end());
   return RunProcess(argv, ChildEnv(env), 120);
@@ -325,7 +334,7 @@ TEST(FunctraceTest, RecordPreloadsTheRuntimeAndReportResolvesNames) {
   EXPECT_EQ(static_cast<long>(Entries(c, "is_even")), counts.at("is_even"));
   EXPECT_EQ(c.entries.count("mix"), 0u);  // not selected
   EXPECT_EQ(c.entries.count("main"), 0u);
-  const ProcessResult rep = RunProcess({HUSH_FT_CLI, "report", dir}, ChildEnv(), 60);
+  const ProcessResult rep = RunProcess({HUSH_FT_READER_CLI, "report", dir}, ChildEnv(), 60);
   ASSERT_TRUE(rep.exited && rep.exit_code == 0) << rep.Describe();
   EXPECT_NE(rep.out.find("functions (by total time)"), std::string::npos) << rep.out;
   EXPECT_NE(rep.out.find("fib(int)"), std::string::npos) << rep.out;
@@ -462,7 +471,7 @@ TEST(FunctraceTest, FunctionTriggerSnapshotsEachSlowCall) {
     EXPECT_NEAR(static_cast<double>(s.call_ns), static_cast<double>(s.duration_ns), 1000.0);
     exits.insert(s.timestamp);
     const ProcessResult rep =
-        RunProcess({HUSH_FT_CLI, "report", dir + "/snapshots/" + name}, ChildEnv(), 60);
+        RunProcess({HUSH_FT_READER_CLI, "report", dir + "/snapshots/" + name}, ChildEnv(), 60);
     ASSERT_TRUE(rep.exited && rep.exit_code == 0) << rep.Describe();
     EXPECT_NE(rep.out.find("func:serve>10ms: function serve(int, bool) lasted "), std::string::npos)
         << rep.out;
@@ -503,18 +512,25 @@ TEST(FunctraceTest, FunctionTriggerCheckedBeforeTheProgramRuns) {
     std::vector<std::string> args;
     int exit_code;
     std::string message;
+    bool reads_program;  // the check reads PROGRAM's file (its functions)
   };
   const std::vector<Case> cases = {
-      {{"--snapshot-on", "func:serve>1ms"}, 2, "needs --functions"},
+      {{"--snapshot-on", "func:serve>1ms"}, 2, "needs --functions", false},
       {{"--functions", "helper", "--snapshot-on", "func:serve>1ms"}, 2,
-       "matches serve(int, bool) in"},
-      {{"--functions", "serve", "--snapshot-on", "func:>1ms"}, 2, "no function pattern"},
+       "matches serve(int, bool) in", true},
+      {{"--functions", "serve", "--snapshot-on", "func:>1ms"}, 2, "no function pattern", false},
       {{"--functions", "serve", "--snapshot-on", "func:nothing_like_it>1ms"}, 0,
-       "warning: --snapshot-on 'func:nothing_like_it>1ms' matches no traceable function"},
+       "warning: --snapshot-on 'func:nothing_like_it>1ms' matches no traceable function", true},
   };
   int n = 0;
   for (const Case& c : cases) {
     SCOPED_TRACE(c.message);
+    if (c.reads_program && hushtest::Emulated()) {
+      // Under the emulator PROGRAM is `qemu-aarch64 ... ft_outlier` (tests/emulated_exec.h: no
+      // binfmt_misc), so record would check qemu's functions, not the program's.
+      std::printf("not checked under the emulator: %s\n", c.message.c_str());
+      continue;
+    }
     const std::string dir = tmp.Sub("t" + std::to_string(n++));
     std::vector<std::string> argv = {HUSH_FT_CLI, "record", "-o", dir};
     argv.insert(argv.end(), c.args.begin(), c.args.end());

@@ -19,8 +19,8 @@
 // x19 is callee-saved: the body keeps it or saves it and restores it, so the thunk finds its
 // frame in x19, and the unwinder finds the body's x19 (the frame) wherever the body's own unwind
 // info says. That is what the unwind info at the `blr` uses: the caller's return address is
-// [x19 + FR_RET] and the caller's x19 [x19 + FR_X19] (DW_CFA_expression), the caller's sp is
-// sp. So an exception or a backtrace goes from a traced body to its real caller through here,
+// [x19 + FR_RET] (given minus 1, see there) and the caller's x19 [x19 + FR_X19], the caller's sp
+// is sp. So an exception or a backtrace goes from a traced body to its real caller through here,
 // with no return address to put back first (x86-64 needs interpose.cc's wrappers for that;
 // on aarch64 RestoreForUnwind does nothing). longjmp over a traced body restores x19 from the
 // jmp_buf, as every callee-saved register.
@@ -43,11 +43,15 @@
 // Frame (shadow.h; pinned by static_asserts in shadow.cc)
 #define FR_RET 8
 #define FR_X19 40
-// DWARF: DW_CFA_expression, register numbers, DW_OP_breg19
+// DWARF: call-frame instructions, register numbers, expression operations
 #define DW_CFA_EXPRESSION 0x10
+#define DW_CFA_VAL_EXPRESSION 0x16
 #define DWARF_X19 0x13
 #define DWARF_X30 0x1e
 #define DW_OP_BREG19 0x83
+#define DW_OP_DEREF 0x06
+#define DW_OP_LIT1 0x31
+#define DW_OP_MINUS 0x1c
 
 // The entry trampoline \name; its last instruction, the blr of the body, must be followed
 // directly by the return thunk its calls return to. \sfx makes its labels its own.
@@ -95,8 +99,18 @@
         br      x16                             // untraced: the body returns to the caller
 .Lcall\sfx:
         mov     x19, x17
-        // From here until the body returns: x30 and x19 of the caller are in the frame at x19.
-        .cfi_escape DW_CFA_EXPRESSION, DWARF_X30, 2, DW_OP_BREG19, FR_RET
+        .cfi_endproc
+        // The blr, where a traced body's unwinding comes from, has unwind info of its own (see the
+        // file comment): the caller's x30 and x19 are in the frame at x19. This frame moves no
+        // stack pointer, so its canonical frame address is its caller's stack pointer, which the
+        // unwinder also uses to identify the caller (libgcc's uw_identify_context: a catching
+        // frame is found again in phase 2 by it); marked as a signal frame, it identifies the
+        // caller by that address - 1 instead, and the caller's return address is given as
+        // address - 1 (precise, as after a signal), so the caller's unwind info and call-site
+        // table are looked up inside its call instruction as usual.
+        .cfi_startproc
+        .cfi_signal_frame
+        .cfi_escape DW_CFA_VAL_EXPRESSION, DWARF_X30, 5, DW_OP_BREG19, FR_RET, DW_OP_DEREF, DW_OP_LIT1, DW_OP_MINUS
         .cfi_escape DW_CFA_EXPRESSION, DWARF_X19, 2, DW_OP_BREG19, FR_X19
         blr     x16
         .cfi_endproc
