@@ -199,6 +199,27 @@ TEST(FunctraceTest, LibraryLoadedAgainAfterDlcloseIsTracedAgain) {
   EXPECT_EQ(Entries(c, "ft_mod_square"), 200u);
 }
 
+// An unwinder walking from a traced function: on aarch64 it goes through each trampoline by its
+// unwind info (aarch64_trampoline.S) to the real callers, up to main and beyond; bt_leaf, bt_mid,
+// bt_outer, Backtrace and main are this program's frames on the way.
+TEST(FunctraceTest, UnwinderWalksThroughTracedFrames) {
+#if !defined(__aarch64__)
+  GTEST_SKIP() << "x86-64: an unwinder stops at the return thunk unless interpose.cc's wrappers "
+                  "put the return addresses back first (exceptions do; _Unwind_Backtrace not)";
+#endif
+  TempDir tmp("ft_bt");
+  const ProcessResult r = RunTraced(Prog(HUSH_FT_DEFAULT), {"backtrace"}, tmp.Sub("t"));
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  int frames = 0, end = 0;
+  ASSERT_EQ(std::sscanf(r.out.c_str(), "program_frames %d end %d", &frames, &end), 2) << r.out;
+  EXPECT_EQ(end, 1) << r.out;
+  EXPECT_GE(frames, 5) << r.out;
+  const Checked c = CheckTrace(tmp.Sub("t"));
+  EXPECT_EQ(Entries(c, "bt_leaf"), 1u);  // traced, the walk went through its trampolines
+  EXPECT_EQ(Entries(c, "bt_outer"), 1u);
+  EXPECT_EQ(c.mismatched, 0u);
+}
+
 TEST(FunctraceTest, DeeperThanTheShadowStack) {
   for (const std::string& flavor : Flavors()) {
     SCOPED_TRACE(flavor);

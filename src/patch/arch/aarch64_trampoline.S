@@ -53,6 +53,20 @@
 #define DW_OP_LIT1 0x31
 #define DW_OP_MINUS 0x1c
 
+// Both paths keep a 224-byte frame: x29/x30 at sp, x0-x7 at sp+16, 16 bytes of their own at sp+80,
+// q0-q7 at sp+96. The argument (entry) or return (thunk) registers, \op stp to save them, ldp to
+// restore them:
+.macro X0_X7_Q0_Q7 op
+        \op     x0, x1, [sp, #16]
+        \op     x2, x3, [sp, #32]
+        \op     x4, x5, [sp, #48]
+        \op     x6, x7, [sp, #64]
+        \op     q0, q1, [sp, #96]
+        \op     q2, q3, [sp, #128]
+        \op     q4, q5, [sp, #160]
+        \op     q6, q7, [sp, #192]
+.endm
+
 // The entry trampoline \name; its last instruction, the blr of the body, must be followed
 // directly by the return thunk its calls return to. \sfx makes its labels its own.
 .macro FTRACE_ENTRY name, sfx
@@ -67,30 +81,16 @@
         .cfi_offset x29, -224
         .cfi_offset x30, -216
         mov     x29, sp
-        stp     x0, x1, [sp, #16]
-        stp     x2, x3, [sp, #32]
-        stp     x4, x5, [sp, #48]
-        stp     x6, x7, [sp, #64]
+        X0_X7_Q0_Q7 stp
         stp     x8, x16, [sp, #80]
-        stp     q0, q1, [sp, #96]
-        stp     q2, q3, [sp, #128]
-        stp     q4, q5, [sp, #160]
-        stp     q6, q7, [sp, #192]
         sub     x0, x16, #8                     // the patched entry (the body is entry + 8)
         add     x1, sp, #224                    // the stack pointer at the entry
         mov     x2, x30                         // the caller's return address
         mov     x3, x19                         // the caller's x19
         bl      hush_ftrace_enter_a64           // the frame, or 0: untraced
         mov     x17, x0
-        ldp     q6, q7, [sp, #192]
-        ldp     q4, q5, [sp, #160]
-        ldp     q2, q3, [sp, #128]
-        ldp     q0, q1, [sp, #96]
         ldp     x8, x16, [sp, #80]
-        ldp     x6, x7, [sp, #64]
-        ldp     x4, x5, [sp, #48]
-        ldp     x2, x3, [sp, #32]
-        ldp     x0, x1, [sp, #16]
+        X0_X7_Q0_Q7 ldp
         ldp     x29, x30, [sp], #224
         .cfi_def_cfa_offset 0
         .cfi_restore x29
@@ -126,28 +126,14 @@
 \name:
         stp     x29, x30, [sp, #-224]!
         mov     x29, sp
-        stp     x0, x1, [sp, #16]
-        stp     x2, x3, [sp, #32]
-        stp     x4, x5, [sp, #48]
-        stp     x6, x7, [sp, #64]
+        X0_X7_Q0_Q7 stp
         ldr     x9, [x19, #FR_X19]              // the caller's x19, while the frame is ours
         str     x9, [sp, #80]
-        stp     q0, q1, [sp, #96]
-        stp     q2, q3, [sp, #128]
-        stp     q4, q5, [sp, #160]
-        stp     q6, q7, [sp, #192]
         add     x0, sp, #224                    // sp as the body left it: the entry's
         bl      \handler
         mov     x17, x0                         // where to go
-        ldp     q6, q7, [sp, #192]
-        ldp     q4, q5, [sp, #160]
-        ldp     q2, q3, [sp, #128]
-        ldp     q0, q1, [sp, #96]
         ldr     x19, [sp, #80]
-        ldp     x6, x7, [sp, #64]
-        ldp     x4, x5, [sp, #48]
-        ldp     x2, x3, [sp, #32]
-        ldp     x0, x1, [sp, #16]
+        X0_X7_Q0_Q7 ldp
         ldp     x29, x30, [sp], #224
         mov     x30, x17
         ret
