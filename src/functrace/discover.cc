@@ -251,7 +251,7 @@ bool MakeStubs(std::uintptr_t lo, std::uintptr_t hi, const std::vector<std::uint
   if (arena == 0) return false;
   const std::uintptr_t trampolines[2] = {reinterpret_cast<std::uintptr_t>(&hush_ftrace_entry),
                                          reinterpret_cast<std::uintptr_t>(&hush_ftrace_entry_marked)};
-  static_assert(sizeof trampolines <= 16);  // both before the first stub (EntryStubSize() 16)
+  static_assert(sizeof trampolines <= 16);  // both before the first stub (EntryStubSize() >= 16)
   std::memcpy(reinterpret_cast<void*>(arena), trampolines, sizeof trampolines);
   const std::uintptr_t slot = arena + (marked ? sizeof(std::uintptr_t) : 0);
   std::vector<std::pair<std::uintptr_t, std::uintptr_t>> made;
