@@ -182,8 +182,7 @@ void RestoreForUnwind() {
   // Nothing to put back: the unwinder goes through the trampoline by its unwind info, which
   // finds the real return address in the frame (aarch64_trampoline.S), so slots are never
   // rewritten and ResumeAfterCatch re-hijacks none.
-  return;
-#endif
+#else
   Shadow* s = t_shadow;
   if (s == nullptr || s == kDead) return;
   for (std::uint32_t i = 0; i < s->top; ++i) {
@@ -196,6 +195,7 @@ void RestoreForUnwind() {
       }
     }
   }
+#endif
 }
 
 void ResumeAfterCatch(std::uintptr_t catcher_sp, bool rehijack) {
