@@ -7,12 +7,14 @@
 //      the section headers of the module's file (src/elf), which is also where .symtab is.
 //   2. selection: the function symbol containing each entry, matched against the globs by its
 //      mangled name, its demangled name, and its demangled name without the parameter list.
-//   3. bytes: one 5-byte NOP -> patched. gcc's five one-byte NOPs -> patched only while no other
-//      thread of the program exists (none can be between two of them then); else refused and
-//      counted (docs/architecture.md, "Function tracing"). Anything else -> left alone.
-//   4. target: a per-function stub (16 bytes, in an arena mapped within 2 GiB of the module) that
-//      loads the body's address and jumps to the trampoline; the entry becomes a jmp to it, so
-//      no return address is pushed (docs/architecture.md, "Function tracing"). A function that
+//   3. bytes: one 5-byte NOP (aarch64: two NOPs) -> patched. gcc's five one-byte NOPs -> patched
+//      only while no other thread of the program exists (none can be between two of them then);
+//      else refused and counted (docs/architecture.md, "Function tracing"). Anything else -> left
+//      alone.
+//   4. target: a per-function stub (x86-64: 16 bytes in an arena mapped within 2 GiB of the
+//      module; aarch64: 24 bytes within 128 MiB, patch/arch/aarch64.cc) that loads the body's
+//      address and jumps to the trampoline; the entry becomes a jump to it, so no return address
+//      is pushed (docs/architecture.md, "Function tracing"). A function that
 //      also matches a trigger's glob (Options::triggers) is marked: its stub jumps to the marked
 //      trampoline instead (the arena's second pointer), and its marks join g_marks.
 // All selected entries of all new modules go to src/patch in one batch.
@@ -209,14 +211,14 @@ bool OtherThreadsExist() {
 }
 
 bool InCallRange(std::uintptr_t target, std::uintptr_t lo, std::uintptr_t hi) {
-  constexpr std::int64_t kReach = (std::int64_t{1} << 31) - 64;
+  const std::int64_t kReach = static_cast<std::int64_t>(patch::arch::JumpReach()) - 64;
   const auto dist = [](std::uintptr_t a, std::uintptr_t b) {
     return a > b ? static_cast<std::int64_t>(a - b) : static_cast<std::int64_t>(b - a);
   };
   return dist(target, lo) < kReach && dist(target, hi) < kReach;
 }
 
-// `bytes` of fresh read-write memory within rel32 reach of all of [lo, hi), or 0.
+// `bytes` of fresh read-write memory within jump reach (arch::JumpReach) of all of [lo, hi), or 0.
 std::uintptr_t MapNear(std::uintptr_t lo, std::uintptr_t hi, std::size_t bytes) {
   const std::uintptr_t page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
   constexpr std::uintptr_t kStep = std::uintptr_t{1} << 21;
@@ -254,13 +256,13 @@ bool MakeStubs(std::uintptr_t lo, std::uintptr_t hi, const std::vector<std::uint
   if (arena == 0) return false;
   const std::uintptr_t trampolines[2] = {reinterpret_cast<std::uintptr_t>(&hush_ftrace_entry),
                                          reinterpret_cast<std::uintptr_t>(&hush_ftrace_entry_marked)};
-  static_assert(sizeof trampolines <= 16);  // both before the first stub (EntryStubSize() 16)
+  static_assert(sizeof trampolines <= 16);  // both before the first stub (EntryStubSize() >= 16)
   std::memcpy(reinterpret_cast<void*>(arena), trampolines, sizeof trampolines);
   const std::uintptr_t slot = arena + (marked ? sizeof(std::uintptr_t) : 0);
   std::vector<std::pair<std::uintptr_t, std::uintptr_t>> made;
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const std::uintptr_t stub = arena + stub_size * (i + 1);
-    const std::uintptr_t body = entries[i] + patch::arch::SiteSize();
+    const std::uintptr_t body = entries[i] + patch::arch::EntrySize();
     if (!patch::arch::EncodeEntryStub(stub, body, slot, reinterpret_cast<std::uint8_t*>(stub))) {
       ::munmap(reinterpret_cast<void*>(arena), bytes);
       return false;
@@ -271,6 +273,9 @@ bool MakeStubs(std::uintptr_t lo, std::uintptr_t hi, const std::vector<std::uint
     ::munmap(reinterpret_cast<void*>(arena), bytes);
     return false;
   }
+  // New code: to the point of unification (aarch64: DC CVAU, IC IVAU; nothing on x86-64). The
+  // batch that makes entries jump here synchronizes every CPU after this (patch.cc).
+  __builtin___clear_cache(reinterpret_cast<char*>(arena), reinterpret_cast<char*>(arena + bytes));
   St().stub_arenas.push_back(arena);
   (marked ? St().marked_stub_of : St().stub_of).insert(made.begin(), made.end());
   return true;
@@ -350,7 +355,7 @@ bool SelectEntries(const LoadedModule& m, const Selector& sel, const std::vector
       std::uint64_t entry;
       std::memcpy(&entry, entries + 8 * k, sizeof entry);
       const std::uintptr_t addr = static_cast<std::uintptr_t>(entry);
-      if (addr < m.text_lo || addr + patch::arch::SiteSize() > m.text_hi) continue;
+      if (addr < m.text_lo || addr + patch::arch::EntrySize() > m.text_hi) continue;
       ++St().entries;
       const std::uint64_t link = addr - m.base;
       auto it = std::upper_bound(
@@ -407,7 +412,7 @@ bool SelectEntries(const LoadedModule& m, const Selector& sel, const std::vector
   }
   if ((!need.empty() && !MakeStubs(m.text_lo, m.text_hi, need, false)) ||
       (!need_marked.empty() && !MakeStubs(m.text_lo, m.text_hi, need_marked, true))) {
-    *warning = m.path + ": no memory for its entry stubs within 2 GiB of its code";
+    *warning = m.path + ": no memory for its entry stubs within jump reach of its code";
     return true;
   }
   const TriggerHooks& hooks = St().options.hooks;
@@ -416,7 +421,7 @@ bool SelectEntries(const LoadedModule& m, const Selector& sel, const std::vector
     const bool marked = !hits[i].empty();
     patch::CodeSite site;
     site.addr = addr;
-    site.resume = addr + patch::arch::SiteSize();
+    site.resume = addr + patch::arch::EntrySize();
     const std::uintptr_t stub = (marked ? St().marked_stub_of : St().stub_of).at(addr);
     if (!patch::arch::EncodeJump(addr, stub, site.bytes)) continue;
     out->push_back(site);

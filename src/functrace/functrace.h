@@ -5,7 +5,7 @@
 //   functrace.h / discover.cc  modules, patchable entries, symbol globs, near stubs, the batch
 //   shadow.h / shadow.cc       per-thread shadow stack and the handlers the trampoline calls
 //   interpose.cc               unwinder and dlopen wrappers (shared library only)
-//   patch/arch/x86_64_trampoline.S  the trampoline and the return thunk
+//   patch/arch/x86_64_trampoline.S, aarch64_trampoline.S  the trampolines and the return thunks
 //
 // Nothing here runs unless a session asks for functions: no module is scanned, no file read, no
 // page allocated before Start().

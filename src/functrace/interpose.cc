@@ -101,9 +101,14 @@ void* __cxa_begin_catch(void* exception) noexcept {
   auto real = Resolve<void* (*)(void*) noexcept>(g_catch, "__cxa_begin_catch", "libstdc++.so.6");
   void* r = real(exception);
   if (Active()) {
+#if defined(__aarch64__)
+    // The catcher's stack pointer: our canonical frame address (its sp at the call).
+    const auto catcher_sp = reinterpret_cast<std::uintptr_t>(__builtin_dwarf_cfa());
+#else
     // The catcher's stack pointer: our caller's, just above our return address.
     const auto catcher_sp = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)) +
                             2 * sizeof(void*);
+#endif
     ResumeAfterCatch(catcher_sp, std::uncaught_exceptions() == 0);
   }
   return r;

@@ -31,11 +31,12 @@ using ExitSpec = hush_tp_func_exit;
 using CallSpec = hush_tp_func_call;
 
 // x86-64: the patched entry is a 5-byte `jmp` to the function's stub; the body is entry + 5.
-constexpr std::uintptr_t kEntryCallSize = 5;
+// (aarch64: the trampoline hands the entry over itself.)
+[[maybe_unused]] constexpr std::uintptr_t kEntryCallSize = 5;
 
 Shadow* const kDead = reinterpret_cast<Shadow*>(1);  // thread past its shadow stack's destructor
 
-// The offsets x86_64_trampoline.S hard-codes (its #defines).
+// The offsets x86_64_trampoline.S and aarch64_trampoline.S hard-code (their #defines).
 using internal::ThreadWriter;
 using internal::CommitWord;
 static_assert(offsetof(ThreadWriter, pos) == 0 && offsetof(ThreadWriter, end) == 8 &&
@@ -45,10 +46,15 @@ static_assert(offsetof(ThreadWriter, pos) == 0 && offsetof(ThreadWriter, end) ==
 static_assert(offsetof(CommitWord, offset) == 0 && offsetof(CommitWord, timestamp) == 8);
 static_assert(internal::kCompactHeaderSize == 4 && internal::kExtendedId == 255 &&
               internal::kCompactTimestampRange == 0x1000000 && internal::kCommitEventsShift == 32);
-static_assert(offsetof(Shadow, top) == 0 && offsetof(Shadow, frames) == 8 && sizeof(Frame) == 40 &&
+static_assert(offsetof(Shadow, top) == 0 && offsetof(Shadow, frames) == 8 &&
               offsetof(Frame, slot) == 0 && offsetof(Frame, ret) == 8 &&
               offsetof(Frame, site) == 16 && offsetof(Frame, ts) == 24 &&
               offsetof(Frame, restored) == 32);
+#if defined(__aarch64__)
+static_assert(offsetof(Frame, saved_x19) == 40 && sizeof(Frame) == 48);
+#else
+static_assert(sizeof(Frame) == 40);
+#endif
 static_assert(offsetof(Settings, max_depth) == 0 && offsetof(Settings, min_ticks) == 8);
 pthread_key_t g_key;
 pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
@@ -172,6 +178,11 @@ std::uintptr_t Thunk(std::uint32_t restored) {
 }  // namespace
 
 void RestoreForUnwind() {
+#if defined(__aarch64__)
+  // Nothing to put back: the unwinder goes through the trampoline by its unwind info, which
+  // finds the real return address in the frame (aarch64_trampoline.S), so slots are never
+  // rewritten and ResumeAfterCatch re-hijacks none.
+#else
   Shadow* s = t_shadow;
   if (s == nullptr || s == kDead) return;
   for (std::uint32_t i = 0; i < s->top; ++i) {
@@ -184,6 +195,7 @@ void RestoreForUnwind() {
       }
     }
   }
+#endif
 }
 
 void ResumeAfterCatch(std::uintptr_t catcher_sp, bool rehijack) {
@@ -213,25 +225,29 @@ void ResumeAfterCatch(std::uintptr_t catcher_sp, bool rehijack) {
 using hush::functrace::Shadow;
 using hush::functrace::g_settings;
 
-extern "C" [[gnu::visibility("hidden")]] int hush_ftrace_enter(std::uintptr_t body,
-                                                               std::uintptr_t* slot) {
-  using namespace hush::functrace;
+namespace hush::functrace {
+namespace {
+
+// Pushes the frame of a traced call of the function entered at `site`, whose return address
+// `ret` is (x86-64) or is keyed as being (aarch64) at `slot`, and emits func:entry. nullptr:
+// untraced (no shadow stack, or deeper than the limit).
+inline Frame* PushFrame(std::uintptr_t site, std::uintptr_t* slot, std::uintptr_t ret) {
   Shadow* s = t_shadow;
   if (s == nullptr || s == kDead) [[unlikely]] {
     s = ShadowSlow();
-    if (s == nullptr) return 0;
+    if (s == nullptr) return nullptr;
   }
   const std::uint32_t top = s->top;
   if (top >= g_settings.max_depth.load(std::memory_order_relaxed)) [[unlikely]] {
     if (top >= kCapacity) g_overflow.fetch_add(1, std::memory_order_relaxed);
-    return 0;  // untraced, and so are the calls it makes (they are deeper still)
+    return nullptr;  // untraced, and so are the calls it makes (they are deeper still)
   }
   s->top = top + 1;  // reserve first: a signal handler pushes above this frame
   std::atomic_signal_fence(std::memory_order_seq_cst);
   Frame& f = s->frames[top];
   f.slot = slot;
-  f.ret = *slot;
-  f.site = body - kEntryCallSize;
+  f.ret = ret;
+  f.site = site;
   f.restored = 0;
   if (g_settings.min_ticks.load(std::memory_order_relaxed) == 0) {
     const std::uint64_t v[1] = {f.site};
@@ -239,11 +255,38 @@ extern "C" [[gnu::visibility("hidden")]] int hush_ftrace_enter(std::uintptr_t bo
   } else {
     f.ts = hush::internal::ReadCycleCounter();
   }
+  return &f;
+}
+
+}  // namespace
+}  // namespace hush::functrace
+
+extern "C" [[gnu::visibility("hidden")]] int hush_ftrace_enter(std::uintptr_t body,
+                                                               std::uintptr_t* slot) {
+  using namespace hush::functrace;
+  if (PushFrame(body - kEntryCallSize, slot, *slot) == nullptr) return 0;
   // The frame is whole before it is used: the trampoline's call then writes the thunk's address
   // into the slot.
   std::atomic_signal_fence(std::memory_order_seq_cst);
   return 1;
 }
+
+#if defined(__aarch64__)
+extern "C" [[gnu::visibility("hidden")]] std::uintptr_t hush_ftrace_enter_a64(std::uintptr_t site,
+                                                                              std::uintptr_t sp,
+                                                                              std::uintptr_t ret,
+                                                                              std::uintptr_t x19) {
+  using namespace hush::functrace;
+  // The key the return thunk's stack pointer (sp again when the body returns) will match:
+  // FrameOfReturn looks for sp - 8, where x86-64 keeps the return address.
+  Frame* f = PushFrame(site, reinterpret_cast<std::uintptr_t*>(sp - sizeof(std::uintptr_t)), ret);
+  if (f == nullptr) return 0;
+  f->saved_x19 = x19;
+  // The frame is whole before the trampoline points x19 at it.
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  return reinterpret_cast<std::uintptr_t>(f);
+}
+#endif
 
 namespace hush::functrace {
 namespace {

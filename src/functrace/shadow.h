@@ -40,6 +40,14 @@ struct Frame {
   // 2, hush_ftrace_return_marked (the thunk to put back).
   std::uint32_t restored;
   std::uint32_t pad;
+#if defined(__aarch64__)
+  // The caller's x19. While the body runs, x19 (callee-saved, so the body keeps it or saves it
+  // where its unwind info says) holds this frame's address: the trampoline's unwind info finds
+  // the real return address and the caller's x19 through it (aarch64_trampoline.S). `slot` is
+  // then only a key, the stack pointer at the entry minus 8 (there is no return-address slot),
+  // never dereferenced.
+  std::uintptr_t saved_x19;
+#endif
 };
 
 struct Shadow {
@@ -101,7 +109,7 @@ extern "C" {
 // The state words of func:entry and func:exit, for the trampoline's fast paths.
 [[gnu::visibility("hidden")]] extern const std::atomic<std::uint32_t>* const hush_ft_entry_state;
 [[gnu::visibility("hidden")]] extern const std::atomic<std::uint32_t>* const hush_ft_exit_state;
-// The asm side (patch/arch/x86_64_trampoline.S).
+// The asm side (patch/arch/x86_64_trampoline.S, patch/arch/aarch64_trampoline.S).
 void hush_ftrace_entry();
 void hush_ftrace_return();
 // The same for marked functions (functrace.h, FunctionTrigger): their stubs go to the first,
@@ -112,6 +120,11 @@ void hush_ftrace_return_marked();
 // holding the traced function's return address. 1: a frame was pushed (the trampoline calls
 // the body, so that it returns through the thunk), 0: untraced (it jumps to the body).
 int hush_ftrace_enter(std::uintptr_t body, std::uintptr_t* slot);
+// aarch64 (aarch64_trampoline.S): the function entered at `site`, with the stack pointer `sp`, the
+// return address `ret` (x30) and `x19` at its entry. Returns the frame pushed (the trampoline
+// puts its address in x19 and calls the body), or 0: untraced (it branches to the body).
+std::uintptr_t hush_ftrace_enter_a64(std::uintptr_t site, std::uintptr_t sp, std::uintptr_t ret,
+                                     std::uintptr_t x19);
 // Called by the return thunk with the stack pointer it was entered with; returns where to go.
 std::uintptr_t hush_ftrace_exit(std::uintptr_t sp);
 // The same for hush_ftrace_return_marked: then the frame's marks (g_marks) get on_return.

@@ -290,8 +290,10 @@ Scratch& GetScratch() {
   return *g_scratch;
 }
 
-// Steps 1-5 over the work list of step 0, with g_mu held.
-bool RunBatch(std::vector<Work>& work) {
+// Steps 1-5 over the work list of step 0, with g_mu held. `fresh_targets`: the new instructions
+// jump to code written just before the batch (function-entry stubs), which every CPU must see
+// through a context synchronization before any of them can branch there.
+bool RunBatch(std::vector<Work>& work, bool fresh_targets) {
   const std::size_t size = arch::SiteSize();
   const std::size_t head = arch::HeadSize();
   bool ok = true;
@@ -341,6 +343,12 @@ bool RunBatch(std::vector<Work>& work) {
     }
     Sync();
     AfterStep(3);
+  } else if (fresh_targets) {
+    // One-store sites whose targets are new code (aarch64 entry stubs, arch/aarch64.cc): the
+    // stubs were written and cleaned to the point of unification before the batch; this sync is
+    // each CPU's context synchronization after that, so none can run stale bytes of a stub once
+    // a branch to it exists. (The trap protocol gets the same from its step-2 sync.)
+    Sync();
   }
   // 4. Byte 0 (one-store sites: the whole instruction): the new instruction is whole.
   std::size_t written = 0;
@@ -377,7 +385,7 @@ bool Apply(std::span<const Site> sites, bool enabled) {
   }
   std::vector<Work>& work = GetScratch().work;
   const bool ok = BuildKeyWork(sites, enabled, work);
-  return RunBatch(work) && ok;
+  return RunBatch(work, false) && ok;
 }
 
 }  // namespace
@@ -396,7 +404,7 @@ bool WriteCode(std::span<const CodeSite> sites) {
   }
   std::vector<Work>& work = GetScratch().work;
   BuildCodeWork(sites, work);
-  return RunBatch(work);
+  return RunBatch(work, true);
 }
 
 void PrepareCode(std::span<const CodeSite> sites) {
@@ -432,7 +440,7 @@ bool WriteCodeInChild(std::span<const CodeSite> sites) {
   if (!sites.empty() && arch::Unsupported() == nullptr) {
     std::vector<Work>& work = GetScratch().work;
     BuildCodeWork(sites, work);
-    ok = RunBatch(work);
+    ok = RunBatch(work, true);
   }
   g_mu.unlock();
   return ok;

@@ -2,7 +2,9 @@
 // ConcurrentPatching). Workers call traced functions in a loop and check every result; the main
 // thread starts and stops function tracing `rounds` times (one patch batch each), inside one
 // session started from the environment (HUSHTRACE_EVENTS=func:*). Prints "calls N batches M".
-// Built with gcc -mfentry -mnop-mcount -mrecord-mcount: one 5-byte NOP per entry.
+// Built in the flavor whose entries may be patched while threads run (tests/functrace/
+// CMakeLists.txt, HUSH_FT_THREADED): x86-64 gcc -mfentry -mnop-mcount -mrecord-mcount (one 5-byte
+// NOP per entry), aarch64 -fpatchable-function-entry=2 (two NOPs, the first one patched).
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>

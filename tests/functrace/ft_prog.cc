@@ -14,15 +14,22 @@
 //   dlopen      a module built with the flags, loaded after tracing started (argv[2])
 //   dlreopen    the same module loaded, called, unloaded, then loaded and called again
 //   deep        recursion deeper than the shadow stack (untraced below it, counted)
+//   backtrace   _Unwind_Backtrace from a function three traced calls deep: prints
+//               "program_frames N end M", N the frames walked whose pc is in this program,
+//               M 1 if the walk reached the end of the stack (aarch64: through the trampoline's
+//               unwind info; x86-64 stops at the return thunk)
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <unwind.h>
 
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -319,6 +326,40 @@ int Deep() {
 
 }  // namespace
 
+std::uintptr_t g_text_lo = 0, g_text_hi = 0;  // this program's executable segment
+int g_program_frames = 0;
+
+_Unwind_Reason_Code CountFrame(_Unwind_Context* context, void*) {
+  const std::uintptr_t ip = _Unwind_GetIP(context);
+  if (ip >= g_text_lo && ip < g_text_hi) ++g_program_frames;
+  return _URC_NO_REASON;
+}
+
+NI int bt_leaf(int n) {
+  const _Unwind_Reason_Code rc = _Unwind_Backtrace(CountFrame, nullptr);
+  return rc == _URC_END_OF_STACK ? n : -1;
+}
+NI int bt_mid(int n) { return bt_leaf(n + 1) + 1; }
+NI int bt_outer(int n) { return bt_mid(n + 1) + 1; }
+
+int Backtrace() {
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void*) {
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+          if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X) != 0) {
+            g_text_lo = info->dlpi_addr + ph.p_vaddr;
+            g_text_hi = g_text_lo + ph.p_memsz;
+          }
+        }
+        return 1;  // the first module is the program
+      },
+      nullptr);
+  const int r = bt_outer(0);
+  std::printf("program_frames %d end %d\n", g_program_frames, r == 4 ? 1 : 0);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) return 2;
   const std::string mode = argv[1];
@@ -332,6 +373,7 @@ int main(int argc, char** argv) {
   if (mode == "dlopen" && argc > 2) rc = Dlopen(argv[2]);
   if (mode == "dlreopen" && argc > 2) rc = Dlreopen(argv[2]);
   if (mode == "deep") rc = Deep();
+  if (mode == "backtrace") rc = Backtrace();
   for (int f = 0; f < kCount; ++f) {
     if (long n = g_calls[f].load()) std::printf("count %s %ld\n", kNames[f], n);
   }

@@ -1,4 +1,6 @@
 // aarch64 static-key sites: one 4-byte `nop` (d503201f), enabled a `b <enabled block>` (imm26).
+// Function entries (-fpatchable-function-entry=2): two `nop`s, the first one of which becomes
+// `b <stub>` while the function is traced.
 //
 // Arm ARM (DDI 0487) B2.2.5, "Concurrent modification and execution of instructions": when one
 // thread writes an instruction that another executes, the other may see the old one, the new one
@@ -21,9 +23,43 @@
 // returns, no thread runs the old instruction any more; without it a thread could go on taking a
 // stale branch for as long as its pipeline keeps it, which the architecture does not bound.
 //
+// Function entries. gcc and clang emit `nop; nop` at the entry of a function built with
+// -fpatchable-function-entry=2 and list its address in __patchable_function_entries. Tracing it
+// rewrites only the FIRST instruction, NOP <-> `b stub`, by the protocol above; the second NOP is
+// never written. The stub (EncodeEntryStub: per function, in an arena functrace maps within
+// the B's +-128 MiB of the module) is
+//
+//   adrp x16, body ; add x16, x16, :lo12:body      x16 = entry + 8, the function's body
+//   adrp x17, slot ; ldr x17, [x17, :lo12:slot]    the trampoline's address, from the arena
+//   br   x17
+//   brk  #0x4873                                   (padding: never reached)
+//
+// x16/x17 are the intra-procedure-call scratch registers (AAPCS64 5.1.1): free at a function
+// entry, which a veneer or a PLT stub may reach with them clobbered. Nothing else is written: x30
+// still holds the caller's return address and sp the caller's stack pointer when the trampoline
+// (aarch64_trampoline.S) starts, and `b` pushes nothing on the return-address predictor.
+//
+// Why one store is enough, for a thread running through the entry at each moment:
+//   - enabling (NOP -> B): a thread that fetches the entry before the store (or whose pipeline
+//     still holds the NOP) runs `nop; nop; body`: that call is untraced, as if it had come just
+//     before the batch. One that fetches the B goes to the stub, written, cleaned to the point of
+//     unification and made executable before the batch, and synchronized by the batch's first
+//     membarrier (patch.cc: one-store code batches sync before the store as well), so no CPU can
+//     run stale bytes of a stub. A thread already past the first instruction runs the second NOP
+//     and the body: untraced. Nothing can be half-executed: the sequence never needs the two
+//     instructions to change together, which is what makes two-instruction schemes (`mov x9,
+//     x30; bl`) need an order of writes.
+//   - disabling (B -> NOP): a thread that took the B finishes a traced call (stub, trampoline,
+//     body, return thunk); stubs and trampolines are never unmapped.
+//   - the BRK trap of the common protocol is never written for entries either; a stale B after
+//     the batch's last membarrier is impossible (step 3).
+// What the argument rests on is B2.2.5 (NOP and B are both in the list) and the single-copy
+// atomicity of an aligned 32-bit store; neither is observable under qemu-user, which retranslates
+// a page when it is written (docs/architecture.md, "aarch64").
+//
 // The trap (BRK #0x4873, "Hs") is still what the batch would write over a site it cannot swap;
 // the single-store protocol never writes it, but the SIGTRAP handler understands it, so a fork
-// child or a future two-instruction site (function entries) can use the common protocol.
+// child or a future two-instruction site can use the common protocol.
 #include <signal.h>
 #include <sys/ucontext.h>
 
@@ -41,6 +77,18 @@ constexpr std::uint8_t kBrkBytes[4] = {kBrk & 0xff, (kBrk >> 8) & 0xff, (kBrk >>
                                        kBrk >> 24};
 
 void Put(std::uint32_t insn, std::uint8_t* out) { std::memcpy(out, &insn, 4); }  // little-endian
+
+std::uint32_t EncodeAdrp(std::uintptr_t pc, std::uintptr_t target, unsigned rd, bool* ok) {
+  // Pages of 4 KiB counted from the instruction's own page: a signed 21-bit count (+-4 GiB).
+  const std::int64_t pages =
+      static_cast<std::int64_t>((target >> 12) - (pc >> 12));
+  if (pages < -(std::int64_t{1} << 20) || pages >= (std::int64_t{1} << 20)) {
+    *ok = false;
+    return 0;
+  }
+  const auto imm = static_cast<std::uint32_t>(pages) & 0x1fffffu;
+  return 0x90000000u | ((imm & 3u) << 29) | ((imm >> 2) << 5) | rd;
+}
 
 }  // namespace
 
@@ -63,13 +111,39 @@ bool EncodeJump(std::uintptr_t site, std::uintptr_t target, std::uint8_t* out) {
   return true;
 }
 
-// Function tracing (-fpatchable-function-entry=2, two NOPs: `mov x9, lr; bl trampoline`) is not
-// implemented on aarch64: SiteSize() is one instruction, and functrace refuses (discover.cc)
-// before it would classify an entry.
-EntryKind ClassifyEntry(const std::uint8_t*) { return EntryKind::kOther; }
-std::size_t EntryStubSize() { return 0; }
-bool EncodeEntryStub(std::uintptr_t, std::uintptr_t, std::uintptr_t, std::uint8_t*) {
-  return false;
+std::size_t EntrySize() { return 8; }                         // nop; nop
+std::uint64_t JumpReach() { return std::uint64_t{1} << 27; }  // b imm26: +-128 MiB
+
+EntryKind ClassifyEntry(const std::uint8_t* bytes) {
+  std::uint32_t first, second;
+  std::memcpy(&first, bytes, 4);
+  std::memcpy(&second, bytes + 4, 4);
+  if (first == kNop && second == kNop) return EntryKind::kNop;
+  if ((first & 0xfc000000u) == kB && second == kNop) return EntryKind::kPatched;
+  return EntryKind::kOther;
+}
+
+// adrp x16; add x16; adrp x17; ldr x17; br x17; brk (see the banner).
+std::size_t EntryStubSize() { return 24; }
+
+bool EncodeEntryStub(std::uintptr_t stub, std::uintptr_t body, std::uintptr_t trampoline_slot,
+                     std::uint8_t* out) {
+  if ((stub & 3) != 0 || (trampoline_slot & 7) != 0) return false;
+  bool ok = true;
+  constexpr unsigned kX16 = 16, kX17 = 17;
+  const std::uint32_t insns[6] = {
+      EncodeAdrp(stub, body, kX16, &ok),
+      0x91000000u | static_cast<std::uint32_t>((body & 0xfff) << 10) | (kX16 << 5) | kX16,
+      EncodeAdrp(stub + 8, trampoline_slot, kX17, &ok),
+      // ldr x17, [x17, #off]: the unsigned offset in units of 8 bytes
+      0xf9400000u | static_cast<std::uint32_t>(((trampoline_slot & 0xfff) >> 3) << 10) |
+          (kX17 << 5) | kX17,
+      0xd61f0000u | (kX17 << 5),  // br x17
+      kBrk,
+  };
+  if (!ok) return false;
+  for (int i = 0; i < 6; ++i) Put(insns[i], out + 4 * i);
+  return true;
 }
 
 void StoreCode(std::uintptr_t addr, const std::uint8_t* bytes, std::size_t n) {
@@ -111,9 +185,4 @@ void SetResumeAddress(void* ucontext, std::uintptr_t pc) {
 
 }  // namespace hush::patch::arch
 
-// Function tracing has no trampoline on aarch64 yet; functrace::Start() refuses before anything
-// could reach these (EntryStubSize() == 0).
-extern "C" void hush_ftrace_entry() { __builtin_trap(); }
-extern "C" void hush_ftrace_return() { __builtin_trap(); }
-extern "C" void hush_ftrace_entry_marked() { __builtin_trap(); }
-extern "C" void hush_ftrace_return_marked() { __builtin_trap(); }
+// The trampolines are aarch64_trampoline.S.

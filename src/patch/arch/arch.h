@@ -42,13 +42,17 @@ const std::uint8_t* TrapOpcode();
 void EncodeNop(std::uint8_t* out);
 bool EncodeJump(std::uintptr_t site, std::uintptr_t target, std::uint8_t* out);
 
-// Function entries (src/functrace). EntryKind classifies the SiteSize() bytes at a
-// compiler-emitted patchable entry (kPatched: a jump, as this runtime writes). A traced entry
-// jumps (EncodeJump) to a per-function stub, EntryStubSize() bytes, that hands the trampoline
-// the function's body (x86-64: entry + 5) and jumps to it through the pointer at
-// `trampoline_slot` (which must be within reach of the stub): EncodeEntryStub writes it for a
-// stub placed at `stub` (false if out of reach).
+// Function entries (src/functrace). A compiler-emitted patchable entry is EntrySize() bytes
+// (x86-64: 5, one or five NOPs; aarch64: 8, two NOPs); its body starts right after it. Only its
+// first SiteSize() bytes are ever rewritten. EntryKind classifies the EntrySize() bytes at an
+// entry (kPatched: a jump, as this runtime writes). A traced entry jumps (EncodeJump, which
+// reaches JumpReach() bytes either way) to a per-function stub, EntryStubSize() bytes, that
+// hands the trampoline the function's body (entry + EntrySize()) and jumps to it through the
+// pointer at `trampoline_slot` (which must be within reach of the stub): EncodeEntryStub writes
+// it for a stub placed at `stub` (false if out of reach).
 enum class EntryKind { kNop, kSplitNop, kPatched, kOther };
+std::size_t EntrySize();
+std::uint64_t JumpReach();
 EntryKind ClassifyEntry(const std::uint8_t* bytes);
 std::size_t EntryStubSize();
 bool EncodeEntryStub(std::uintptr_t stub, std::uintptr_t body, std::uintptr_t trampoline_slot,

@@ -14,6 +14,8 @@ std::size_t HeadSize() { return 0; }
 const std::uint8_t* TrapOpcode() { return nullptr; }
 void EncodeNop(std::uint8_t*) {}
 bool EncodeJump(std::uintptr_t, std::uintptr_t, std::uint8_t*) { return false; }
+std::size_t EntrySize() { return 0; }
+std::uint64_t JumpReach() { return 0; }
 EntryKind ClassifyEntry(const std::uint8_t*) { return EntryKind::kOther; }
 std::size_t EntryStubSize() { return 0; }
 bool EncodeEntryStub(std::uintptr_t, std::uintptr_t, std::uintptr_t, std::uint8_t*) { return false; }

@@ -42,6 +42,9 @@ bool EncodeJump(std::uintptr_t site, std::uintptr_t target, std::uint8_t* out) {
   return true;
 }
 
+std::size_t EntrySize() { return 5; }
+std::uint64_t JumpReach() { return std::uint64_t{1} << 31; }  // jmp rel32
+
 EntryKind ClassifyEntry(const std::uint8_t* bytes) {
   // gcc -fpatchable-function-entry=5: five one-byte NOPs (a thread may sit between them);
   // clang and gcc -mnop-mcount: one 5-byte NOP (0f 1f 44 00 xx); a jmp: already patched.
