@@ -1,22 +1,26 @@
 #!/usr/bin/env python3
 """Attach as a user pays it (issue 14): the `hushtrace` CLI run as a process against a live program.
 
-    bench/attach_cli.py [--build-dir build] [--runs 30] [--scratch DIR] [--out FILE.json]
+    bench/attach_cli.py [--build-dir build] [--runs 30] [--scratch DIR] [--target spin|paced]
+                        [--other-lib DIR] [--out FILE.json]
 
 Starts `bench_control_target spin` (tests/control/control_target.cc: one thread emitting
-`ctl:clock` in a loop, one sleeping) and, after one `hushtrace status PID` that opens the control
+`ctl:clock` in a loop, one sleeping; the ring is full when `stop` writes it out) or `paced` (an
+event every 100 us: a service traced on and off) and, after one `hushtrace status PID` that opens the control
 channel (ptrace bootstrap, reported on its own), runs RUNS rounds of, interleaved:
 
   hushtrace --version                  any hushtrace command: process start, exit, wait
   hushtrace status PID                 a command that talks to the process
-  hushtrace start PID -e ctl:clock -o SCRATCH/run-N      (then 5 ms of recording)
+  hushtrace start PID -e 'ctl:*' -o SCRATCH/run-N         (then 5 ms of recording)
   hushtrace stop PID                   returns once every committed event is written
 
 each timed from just before its spawn to the end of its wait (CLOCK_MONOTONIC), plus "start ->
 first event": the first event's own timestamp in the trace (babeltrace2 --clock-seconds, the
 trace clock's realtime offset) minus CLOCK_REALTIME just before `hushtrace start` was spawned.
 The issue's figure is that latency over the median time of running any hushtrace command
-(`--version`). Every trace is checked to hold events. Prints medians, p90 and the host.
+(`--version`), and so is the stop's. With --other-lib, a second target runs against another build
+of the library (LD_LIBRARY_PATH), its commands interleaved with the first's in every round.
+Every trace is checked to hold events. Prints medians, p90 and the host.
 """
 import argparse
 import json
@@ -57,6 +61,11 @@ def main():
     ap.add_argument("--build-dir", default="build")
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--scratch", default=None, help="where the traces go (default: a directory under the build dir, ext4 here)")
+    ap.add_argument("--target", choices=["spin", "paced"], default="spin",
+                    help="spin: an event per loop, the ring full at stop; paced: one every 100 us")
+    ap.add_argument("--other-lib", default=None,
+                    help="a directory holding another libhushtrace.so.0.1: a second target runs against it, "
+                         "interleaved round by round with the first")
     ap.add_argument("--out", default="bench/results/attach_cli.json")
     a = ap.parse_args()
     cli = os.path.abspath(os.path.join(a.build_dir, "tools/hushtrace/hushtrace"))
@@ -65,55 +74,81 @@ def main():
     fs = subprocess.run(["stat", "-f", "-c", "%T", scratch], capture_output=True, text=True).stdout.strip()
     host = subprocess.run(["sh", "-c", "lscpu | sed -n 's/^Model name: *//p'"], capture_output=True, text=True).stdout.strip()
     load_before = open("/proc/loadavg").read().split()[:3]
-    proc = subprocess.Popen([target, "spin"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    rows = {"version": [], "status": [], "start": [], "start_to_first_event": [], "stop": []}
+    libs = [("this", None)] + ([("other", os.path.abspath(a.other_lib))] if a.other_lib else [])
+    procs = {}
+    for name, lib in libs:
+        env = dict(os.environ)
+        if lib:
+            env["LD_LIBRARY_PATH"] = lib
+        procs[name] = subprocess.Popen([target, a.target], stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.DEVNULL, env=env)
+    keys = ["status", "start", "start_to_first_event", "stop"]
+    rows = {"version": []}
+    for name, _ in libs:
+        rows.update({k if name == "this" else f"{k}_{name}": [] for k in keys})
+    bootstrap = {}
     try:
         time.sleep(0.2)
-        pid = str(proc.pid)
-        bootstrap, r = timed([cli, "status", pid])
-        if r.returncode != 0:
-            sys.exit(f"hushtrace status {pid} failed: {r.stderr}")
+        for name, _ in libs:
+            pid = str(procs[name].pid)
+            bootstrap[name], r = timed([cli, "status", pid])
+            if r.returncode != 0:
+                sys.exit(f"hushtrace status {pid} failed: {r.stderr}")
         for i in range(a.runs):
             us, r = timed([cli, "--version"])
             rows["version"].append(us)
-            us, r = timed([cli, "status", pid])
-            rows["status"].append(us)
-            trace = os.path.join(scratch, f"run-{i}")
-            t0 = time.time_ns()
-            us, r = timed([cli, "start", pid, "-e", "ctl:clock", "-o", trace])
-            if r.returncode != 0:
-                sys.exit(f"hushtrace start failed: {r.stderr}")
-            rows["start"].append(us)
-            time.sleep(0.005)
-            us, r = timed([cli, "stop", pid])
-            if r.returncode != 0:
-                sys.exit(f"hushtrace stop failed: {r.stderr}")
-            rows["stop"].append(us)
-            rows["start_to_first_event"].append((first_event_realtime_ns(trace) - t0) / 1000.0)
-            shutil.rmtree(trace)
+            for name, _ in libs:
+                sfx = "" if name == "this" else f"_{name}"
+                pid = str(procs[name].pid)
+                us, r = timed([cli, "status", pid])
+                rows["status" + sfx].append(us)
+                trace = os.path.join(scratch, f"run-{name}-{i}")
+                t0 = time.time_ns()
+                us, r = timed([cli, "start", pid, "-e", "ctl:*", "-o", trace])
+                if r.returncode != 0:
+                    sys.exit(f"hushtrace start failed: {r.stderr}")
+                rows["start" + sfx].append(us)
+                time.sleep(0.005)
+                us, r = timed([cli, "stop", pid])
+                if r.returncode != 0:
+                    sys.exit(f"hushtrace stop failed: {r.stderr}")
+                rows["stop" + sfx].append(us)
+                rows["start_to_first_event" + sfx].append((first_event_realtime_ns(trace) - t0) / 1000.0)
+                shutil.rmtree(trace)
     finally:
-        proc.kill()
-        proc.wait()
+        for p in procs.values():
+            p.kill()
+            p.wait()
         shutil.rmtree(scratch, ignore_errors=True)
     load_after = open("/proc/loadavg").read().split()[:3]
     med = {k: statistics.median(v) for k, v in rows.items()}
-    over = [x - med["version"] for x in rows["start_to_first_event"]]
+    over = {}
+    for name, _ in libs:
+        sfx = "" if name == "this" else f"_{name}"
+        over["start_to_first_event" + sfx] = statistics.median(
+            [x - med["version"] for x in rows["start_to_first_event" + sfx]])
+        over["stop" + sfx] = med["stop" + sfx] - med["version"]
     result = {
-        "host": host, "nproc": os.cpu_count(), "filesystem": fs, "runs": a.runs,
-        "load_before": load_before, "load_after": load_after, "bootstrap_status_us": bootstrap,
-        "samples_us": rows,
+        "host": host, "nproc": os.cpu_count(), "filesystem": fs, "runs": a.runs, "target": a.target,
+        "other_lib": a.other_lib, "load_before": load_before, "load_after": load_after,
+        "bootstrap_status_us": bootstrap, "samples_us": rows,
         "median_us": med, "p90_us": {k: quantile(v, 0.9) for k, v in rows.items()},
-        "start_to_first_event_over_version_median_us": statistics.median(over),
+        "over_version_median_us": over,
+        # kept for readers of earlier results
+        "start_to_first_event_over_version_median_us": over["start_to_first_event"],
     }
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
     with open(a.out, "w") as f:
         json.dump(result, f, indent=1)
-    print(f"host: {host}, {os.cpu_count()} CPUs; traces on {fs}; load {' '.join(load_before)} -> {' '.join(load_after)}")
-    print(f"first request (ptrace bootstrap + membarrier registration): {bootstrap:.0f} us")
+    print(f"host: {host}, {os.cpu_count()} CPUs; traces on {fs}; target {a.target}; "
+          f"load {' '.join(load_before)} -> {' '.join(load_after)}")
+    for name, us in bootstrap.items():
+        print(f"first request to the {name} library's target (ptrace bootstrap + membarrier registration): {us:.0f} us")
     print(f"{'command (us, ' + str(a.runs) + ' runs)':34} {'median':>9} {'min':>9} {'p90':>9}")
     for k, v in rows.items():
         print(f"{k:34} {med[k]:9.0f} {min(v):9.0f} {quantile(v, 0.9):9.0f}")
-    print(f"start -> first event, over the median `hushtrace --version`: {result['start_to_first_event_over_version_median_us']:.0f} us")
+    for k, v in over.items():
+        print(f"{k}, over the median `hushtrace --version`: {v:.0f} us")
 
 
 if __name__ == "__main__":

@@ -145,7 +145,8 @@ Ring::Ring(std::uint32_t index, const RingConfig& config, void* mapping, std::si
       owns_mapping_(owns_mapping),
       header_(static_cast<RingHeader*>(mapping)),
       data_(static_cast<char*>(mapping) + kRingHeaderSize),
-      scratch_(new char[config.subbuf_size]) {
+      own_scratch_(config.scratch == nullptr ? new char[config.subbuf_size] : nullptr),
+      scratch_(config.scratch != nullptr ? config.scratch : own_scratch_.get()) {
   InitHeader(config);
 }
 
@@ -417,8 +418,8 @@ bool Ring::ReserveSubbuf(std::uint32_t slot) {
 
 std::size_t Ring::CopyPacket(std::uint64_t seq, std::size_t from, std::size_t to) {
   const char* src = packet(seq);
-  CopyRacy(scratch_.get(), src, kPacketHeaderSize);  // flight mode: see SeqlockReads
-  if (to > from) CopyRacy(scratch_.get() + kPacketHeaderSize, src + from, to - from);
+  CopyRacy(scratch_, src, kPacketHeaderSize);  // flight mode: see SeqlockReads
+  if (to > from) CopyRacy(scratch_ + kPacketHeaderSize, src + from, to - from);
   if (mode_ == RingMode::kFlight) {
     // Seqlock reader side: pairs with the release fence in OpenPacket(). Sub-buffer seq % K is
     // rewritten once the producer starts opening packet seq + K.
@@ -447,7 +448,7 @@ std::size_t Ring::CopyClosedPiece(std::uint64_t seq, std::size_t offset, std::ui
     if (content < kPacketHeaderSize || content > subbuf_size_) return kCorruptPacket;
     len = CopyPacket(seq, std::max(offset, kPacketHeaderSize), content);
   }
-  if (len != 0 && offset != 0) format::StampContinuation(scratch_.get(), begin_ts);
+  if (len != 0 && offset != 0) format::StampContinuation(scratch_, begin_ts);
   return len;
 }
 
@@ -458,17 +459,17 @@ std::size_t Ring::CopyOpenPiece(std::uint64_t produced, std::size_t offset, std:
   std::size_t len = CopyPacket(produced, from, piece->end);
   if (drop_if_closed && header_->produced.load(std::memory_order_acquire) != produced) len = 0;
   if (len == 0) return 0;
-  if (offset != 0) format::StampContinuation(scratch_.get(), begin_ts);
+  if (offset != 0) format::StampContinuation(scratch_, begin_ts);
   // It ends at its last event, where the rest of the packet begins: pieces never overlap in time.
-  format::StampOpenPiece(scratch_.get(), piece->last_ts, header_->discarded.load(std::memory_order_relaxed));
+  format::StampOpenPiece(scratch_, piece->last_ts, header_->discarded.load(std::memory_order_relaxed));
   return len;
 }
 
 int Ring::WriteCopy(int fd, std::size_t len) {
   const std::uint64_t lost_total = format::StampForStream(
-      scratch_.get(), len,
+      scratch_, len,
       {header_->disk_seq, header_->overwritten.load(std::memory_order_relaxed), write_lost_events()});
-  const int err = WriteAll(fd, scratch_.get(), len);
+  const int err = WriteAll(fd, scratch_, len);
   if (err != 0) {
     // Cut a partly written packet (disk full...) so that later packets follow a whole one.
     if (::ftruncate(fd, static_cast<off_t>(header_->stream_bytes)) != 0) {
@@ -476,7 +477,7 @@ int Ring::WriteCopy(int fd, std::size_t len) {
     }
   }
   if (err == 0) {
-    std::memcpy(last_header_, scratch_.get(), kPacketHeaderSize);
+    std::memcpy(last_header_, scratch_, kPacketHeaderSize);
     last_lost_total_ = lost_total;
     have_last_header_ = true;
     ++header_->disk_seq;
@@ -497,7 +498,7 @@ WriteResult Ring::WriteLossMarker(int fd, WriteResult result) {
   if (!have_last_header_ || discarded + overwritten + write_lost_events() <= last_lost_total_) {
     return result;
   }
-  format::MakeLossMarker(scratch_.get(), last_header_, discarded);
+  format::MakeLossMarker(scratch_, last_header_, discarded);
   if (const int err = WriteCopy(fd, kPacketHeaderSize); err != 0) {
     if (result.error == 0) result.error = err;
     return result;
@@ -605,8 +606,8 @@ bool Ring::ReadOpenCommit(std::uint64_t produced, std::size_t from, std::uint64_
 WriteResult Ring::CopyForSnapshot(int fd, SnapshotCursor* cursor) {
   WriteResult result;
   const auto write = [&](std::size_t len) {
-    format::StampForStream(scratch_.get(), len, {cursor->disk_seq, cursor->lost, 0});
-    if (const int err = WriteAll(fd, scratch_.get(), len); err != 0) {
+    format::StampForStream(scratch_, len, {cursor->disk_seq, cursor->lost, 0});
+    if (const int err = WriteAll(fd, scratch_, len); err != 0) {
       if (result.error == 0) result.error = err;
       return;
     }

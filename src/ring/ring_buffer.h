@@ -28,6 +28,14 @@ struct RingConfig {
   // The bytes of ring file the session may still reserve (its buffer budget, shared by all its
   // rings; see "Budget" below); nullptr: no bound.
   std::atomic<std::uint64_t>* budget = nullptr;
+  // Where the consumer-side calls copy a packet before writing it (the header is stamped on the
+  // copy, and a flight ring's packet is validated after copying): at least subbuf_size bytes,
+  // owned by the caller and outliving the ring. Rings whose consumer-side calls the owner
+  // serializes share one (a Core: under write_mu_), so its pages are faulted in once per
+  // session, not once per thread: 16 threads each touching a fresh 128 KiB copy were a third of
+  // a many-threaded program's page faults (docs/benchmarks.md, "Message passing"). nullptr: the
+  // ring allocates its own.
+  char* scratch = nullptr;
 };
 
 // Budget. A ring's memory is the blocks reserved for it: the header and sub-buffer 0 when it is
@@ -211,7 +219,8 @@ class Ring {
   // reservation then (acquire).
   std::atomic<bool> all_reserved_{false};
   // Consumer-private state.
-  std::unique_ptr<char[]> scratch_;       // one packet
+  std::unique_ptr<char[]> own_scratch_;   // RingConfig::scratch was nullptr
+  char* scratch_;                         // one packet: RingConfig::scratch or own_scratch_
   std::atomic<std::uint64_t> write_lost_events_{0};  // relaxed: statistics
   char last_header_[kPacketHeaderSize] = {};  // the last packet header written to disk
   std::uint64_t last_lost_total_ = 0;         // its events_discarded as written

@@ -571,6 +571,8 @@ ring::Ring* Core::Attach(internal::ThreadWriter& w, bool fresh) {
   config.subbuf_size = subbuf_size_;
   config.subbuf_count = subbuf_count_;
   config.budget = &budget_left_;
+  if (!scratch_) scratch_.reset(new char[subbuf_size_]);
+  config.scratch = scratch_.get();  // compact rings (below) use less of it
   // Past half the budget, new threads get compact rings: 4 KiB sub-buffers (8 KiB for the header
   // and a first one), so that thousands of threads still each get a ring. Their largest event is
   // 4 KiB less the headers; a larger one is discarded and counted as in any ring.

@@ -261,6 +261,9 @@ class Core final : public ring::Owner {
   std::condition_variable created_cv_;
   std::size_t subbuf_size_ = 0;
   std::uint32_t subbuf_count_ = 0;
+  // The rings' copy buffer (ring::RingConfig::scratch), subbuf_size_ bytes, shared by all of them:
+  // their consumer-side calls run under write_mu_. Allocated with the first ring (mu_).
+  std::unique_ptr<char[]> scratch_;
   // SessionOptions::buffer_budget as resolved by Start, and what of it the rings have not taken
   // (ring/ring_buffer.h, "Budget"; shared with every ring of the session).
   std::uint64_t budget_ = 0;
