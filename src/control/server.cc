@@ -53,7 +53,10 @@ int g_bootstrap_result = 0;
 void FreeStoppedSession() {
   std::lock_guard<std::mutex> lock(g_handle_mu);
   if (g_stopped != nullptr) g_stopped->reset();
+  session::FreeStopped();  // a session the program started, stopped by `hushtrace stop`
 }
+
+std::string HandleRequestKeepingStopped(std::string_view request);
 
 // One line: a message with several lines (a filter's caret) would be read as key/value lines.
 std::string Error(const std::string& text) {
@@ -261,7 +264,7 @@ void Serve(int listen_fd) {
         continue;  // nobody waits for the reply: nothing is done
       } else {
         const double wall = NowUs(CLOCK_MONOTONIC), cpu = NowUs(CLOCK_THREAD_CPUTIME_ID);
-        reply = HandleRequest(std::string_view(buf.data(), static_cast<std::size_t>(n)));
+        reply = HandleRequestKeepingStopped(std::string_view(buf.data(), static_cast<std::size_t>(n)));
         // The time spent in the process, for benchmarks (the CLI ignores unknown keys).
         char times[96];
         std::snprintf(times, sizeof times, "server-wall-us %.0f\nserver-cpu-us %.0f\n",
@@ -273,9 +276,9 @@ void Serve(int listen_fd) {
       // A session this request started for a client that is gone (killed while it waited) is
       // stopped again: nobody knows of it, and it would make the next `start` fail.
       if (!sent && reply.rfind("ok\noutput ", 0) == 0 && StartedBy(buf.data(), n)) {
-        HandleRequest(std::string(kRequestMagic) + "stop\n");
+        HandleRequestKeepingStopped(std::string(kRequestMagic) + "stop\n");
       }
-      FreeStoppedSession();
+      FreeStoppedSession();  // after the reply: what stopping left to free
     }
   }
 }
@@ -315,12 +318,20 @@ int CreateSocket(std::string* path_out) {
 }  // namespace
 
 std::string HandleRequest(std::string_view request) {
+  std::string reply = HandleRequestKeepingStopped(request);
+  FreeStoppedSession();
+  return reply;
+}
+
+namespace {
+
+// HandleRequest without freeing what a `stop` stopped: Serve frees it after sending the reply.
+std::string HandleRequestKeepingStopped(std::string_view request) {
   std::lock_guard<std::mutex> lock(g_handle_mu);
   if (g_session == nullptr) {
     g_session = new std::unique_ptr<Session>();
     g_stopped = new std::unique_ptr<Session>();
   }
-  g_stopped->reset();  // tests call HandleRequest directly, without Serve's FreeStoppedSession
   std::string first, error;
   Fields fields;
   if (!DecodeMessage(request, &first, &fields, &error)) return Error("malformed request: " + error);
@@ -349,6 +360,8 @@ std::string HandleRequest(std::string_view request) {
   if (verb == "status") return Status();
   return Error("malformed request: unknown command '" + verb + "'");
 }
+
+}  // namespace
 
 int Bootstrap() {
   static std::once_flag once;

@@ -350,8 +350,11 @@ struct ActiveView {
   std::vector<std::string> enabled;
 };
 bool DescribeActive(ActiveView* out);                              // false: no active session
-// Stops the active session; `*final_stats`: its totals once everything was written.
+// Stops the active session; `*final_stats`: its totals once everything was written. Its memory
+// (rings, consumer thread) is given back by the next FreeStopped, Session::Start or Session::Stop:
+// the control server calls FreeStopped once its reply is sent.
 bool StopActive(std::string* output_dir, SessionStats* final_stats);  // false: no active session
+void FreeStopped();
 bool SnapshotActive(std::string* output_dir, std::string* error);  // false: see *error
 // Stopped sessions whose memory waits for a grace period (tests; core.h "Lifetime").
 std::size_t RetiredSessions();
