@@ -18,7 +18,7 @@ each timed from just before its spawn to the end of its wait (CLOCK_MONOTONIC), 
 first event": the first event's own timestamp in the trace (babeltrace2 --clock-seconds, the
 trace clock's realtime offset) minus CLOCK_REALTIME just before `hushtrace start` was spawned.
 The issue's figure is that latency over the median time of running any hushtrace command
-(`--version`), and so is the stop's. With --other-lib, a second target runs against another build
+(`--version`); the stop's is the median over rounds of that round's stop minus its `--version`. With --other-lib, a second target runs against another build
 of the library (LD_LIBRARY_PATH), its commands interleaved with the first's in every round.
 Every trace is checked to hold events. Prints medians, p90 and the host.
 """
@@ -39,10 +39,14 @@ def quantile(xs, q):
 
 
 def timed(cmd):
-    """Wall µs of one run of cmd (spawn to reaped) and its result."""
+    """Wall µs of one run of cmd (spawned to reaped; posix_spawn, output to /dev/null: less of the
+    parent's own cost than subprocess.run with pipes) and its exit status."""
+    actions = [(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+               (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0)]
     t = time.monotonic_ns()
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    return (time.monotonic_ns() - t) / 1000.0, r
+    pid = os.posix_spawn(cmd[0], cmd, os.environ, file_actions=actions)
+    _, status = os.waitpid(pid, 0)
+    return (time.monotonic_ns() - t) / 1000.0, os.waitstatus_to_exitcode(status)
 
 
 def first_event_realtime_ns(trace):
@@ -91,27 +95,27 @@ def main():
         time.sleep(0.2)
         for name, _ in libs:
             pid = str(procs[name].pid)
-            bootstrap[name], r = timed([cli, "status", pid])
-            if r.returncode != 0:
-                sys.exit(f"hushtrace status {pid} failed: {r.stderr}")
+            bootstrap[name], rc = timed([cli, "status", pid])
+            if rc != 0:
+                sys.exit(f"hushtrace status {pid} failed ({rc})")
         for i in range(a.runs):
-            us, r = timed([cli, "--version"])
+            us, rc = timed([cli, "--version"])
             rows["version"].append(us)
             for name, _ in libs:
                 sfx = "" if name == "this" else f"_{name}"
                 pid = str(procs[name].pid)
-                us, r = timed([cli, "status", pid])
+                us, rc = timed([cli, "status", pid])
                 rows["status" + sfx].append(us)
                 trace = os.path.join(scratch, f"run-{name}-{i}")
                 t0 = time.time_ns()
-                us, r = timed([cli, "start", pid, "-e", "ctl:*", "-o", trace])
-                if r.returncode != 0:
-                    sys.exit(f"hushtrace start failed: {r.stderr}")
+                us, rc = timed([cli, "start", pid, "-e", "ctl:*", "-o", trace])
+                if rc != 0:
+                    sys.exit(f"hushtrace start {pid} failed ({rc})")
                 rows["start" + sfx].append(us)
                 time.sleep(0.005)
-                us, r = timed([cli, "stop", pid])
-                if r.returncode != 0:
-                    sys.exit(f"hushtrace stop failed: {r.stderr}")
+                us, rc = timed([cli, "stop", pid])
+                if rc != 0:
+                    sys.exit(f"hushtrace stop {pid} failed ({rc})")
                 rows["stop" + sfx].append(us)
                 rows["start_to_first_event" + sfx].append((first_event_realtime_ns(trace) - t0) / 1000.0)
                 shutil.rmtree(trace)
@@ -127,7 +131,10 @@ def main():
         sfx = "" if name == "this" else f"_{name}"
         over["start_to_first_event" + sfx] = statistics.median(
             [x - med["version"] for x in rows["start_to_first_event" + sfx]])
-        over["stop" + sfx] = med["stop" + sfx] - med["version"]
+        # Paired: each round's stop minus the same round's --version (the host's exec cost drifts
+        # by milliseconds over a run here; a difference of medians taken apart would carry it).
+        over["stop" + sfx] = statistics.median(
+            [s - v for s, v in zip(rows["stop" + sfx], rows["version"])])
     result = {
         "host": host, "nproc": os.cpu_count(), "filesystem": fs, "runs": a.runs, "target": a.target,
         "other_lib": a.other_lib, "load_before": load_before, "load_after": load_after,

@@ -14,8 +14,8 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string_view>
-#include <vector>
 
 #include "base/unique_fd.h"
 #include "inject.h"
@@ -142,10 +142,13 @@ ControlReply SendControl(pid_t pid, const std::string& verb, const control::Fiel
     reply.error = std::string("cannot send the request: ") + std::strerror(errno);
     return reply;
   }
-  std::vector<char> buf(control::kMaxMessage + 1);
+  // Not zeroed: that touched 16 pages (~0.1-0.5 ms of faults on this VM) for a reply of a few
+  // hundred bytes.
+  const std::size_t buf_size = control::kMaxMessage + 1;
+  const std::unique_ptr<char[]> buf(new char[buf_size]);
   ssize_t n;
   do {
-    n = ::recv(fd.get(), buf.data(), buf.size(), 0);
+    n = ::recv(fd.get(), buf.get(), buf_size, 0);
   } while (n < 0 && errno == EINTR);
   const int recv_errno = errno;
   int unread = 0;  // bytes of the request the process has not read (SIOCOUTQ)
@@ -172,7 +175,7 @@ ControlReply SendControl(pid_t pid, const std::string& verb, const control::Fiel
     return reply;
   }
   std::string first;
-  if (!control::DecodeMessage(std::string_view(buf.data(), static_cast<std::size_t>(n)), &first,
+  if (!control::DecodeMessage(std::string_view(buf.get(), static_cast<std::size_t>(n)), &first,
                               &reply.fields, &reply.error)) {
     reply.error = "malformed reply: " + reply.error;
     return reply;
