@@ -156,6 +156,7 @@ def main():
     load_start = open("/proc/loadavg").read().split()[:3]
     with_lttng, with_uftrace = ensure_peers()
     if plots:
+        os.makedirs(plots, exist_ok=True)
         subprocess.run([os.path.join(ROOT, "scripts", "ensure-packages.sh"), "python3-matplotlib"],
                        check=True, stdout=subprocess.DEVNULL)
     log(f"build {build_dir}")
