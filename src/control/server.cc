@@ -152,6 +152,9 @@ void AddStats(const SessionStats& s, Fields* f) {
 std::string Stop() {
   std::string output;
   SessionStats final_stats;
+  // An earlier stopped Session goes first: destroying it frees every stopped Core
+  // (Session::Stop), which after StopActive would include this one, inside the request.
+  g_stopped->reset();
   if (!session::StopActive(&output, &final_stats)) return Error("no active session");
   *g_stopped = std::move(*g_session);  // a session `hushtrace start` made: stopped above
   Fields f = {{key::kOutput, output}};
