@@ -58,10 +58,14 @@ __attribute__((constructor)) static void StopFunctionTracing() {
 
 int main(int argc, char** argv) {
   const int n = argc > 1 ? std::atoi(argv[1]) : 27;
+  if (n < 0 || n > 40) {
+    std::fprintf(stderr, "usage: %s [N], 0 <= N <= 40\n", argv[0]);
+    return 2;
+  }
   timespec a, b;
   clock_gettime(CLOCK_MONOTONIC, &a);
   const long f = fib(n);
-  const long s = small_loop(static_cast<long>(1) << (n - 8));
+  const long s = small_loop(n > 8 ? static_cast<long>(1) << (n - 8) : 1);  // n < 8: no negative shift
   clock_gettime(CLOCK_MONOTONIC, &b);
   const double ns = static_cast<double>(b.tv_sec - a.tv_sec) * 1e9 + static_cast<double>(b.tv_nsec - a.tv_nsec);
   std::printf("result %ld %ld calls %ld ns_per_call %.3f\n", f, s, g_calls, ns / static_cast<double>(g_calls));

@@ -76,13 +76,19 @@ void MappedFile::Release(std::uint64_t begin, std::uint64_t end) const {
 
 PacketStatus ReadPacketHeader(const MappedFile& file, const std::string& path, std::uint64_t offset,
                               const ParsedMetadata& metadata, PacketInfo* info, std::string* message) {
-  const std::uint64_t remaining = file.size() - offset;
+  return CheckPacketHeader(file.data() + offset, file.size(), path, offset, metadata, info, message);
+}
+
+PacketStatus CheckPacketHeader(const std::uint8_t* header, std::uint64_t file_size,
+                               const std::string& path, std::uint64_t offset,
+                               const ParsedMetadata& metadata, PacketInfo* info, std::string* message) {
+  const std::uint64_t remaining = file_size - offset;
   if (remaining < kPacketHeaderBytes) {
     *message = At(path, offset) + "truncated packet header (" + std::to_string(remaining) + " of " +
                std::to_string(kPacketHeaderBytes) + " bytes); the file ends here";
     return PacketStatus::kTruncatedHeader;
   }
-  const std::uint8_t* p = file.data() + offset;
+  const std::uint8_t* p = header;
   const auto magic = Load<std::uint32_t>(p);
   if (magic != kCtfMagic) {
     char buf[96];
@@ -130,7 +136,7 @@ PacketStatus ReadPacketHeader(const MappedFile& file, const std::string& path, s
   if (!info->truncated) return PacketStatus::kOk;
   *message = At(path, offset) + "last packet truncated (" + std::to_string(remaining) + " of " +
              std::to_string(packet_bytes) + " bytes; the writer was probably killed): " +
-             (content_bytes > remaining ? "the event cut at byte " + std::to_string(file.size()) +
+             (content_bytes > remaining ? "the event cut at byte " + std::to_string(file_size) +
                                               " and any after it are lost"
                                         : std::string("no event lost"));
   return PacketStatus::kTruncated;

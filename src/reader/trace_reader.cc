@@ -56,11 +56,35 @@ bool ScanStream(TraceData& d, const internal::StreamSource& src, StreamInfo* inf
   info->path = src.path;
   info->index = src.index;
   info->file_bytes = src.file.size();
+  // Headers are read with pread (internal::CheckPacketHeader says why), from the file mapped.
+  const base::UniqueFd fd(::open(src.path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd) {
+    *error = src.path + ": cannot open: " + std::strerror(errno);
+    return false;
+  }
+  std::uint8_t header[internal::kPacketHeaderBytes];
   std::uint64_t offset = 0, expected_seq = 0;
   while (offset < src.file.size()) {
     internal::PacketInfo p;
     std::string message;
-    const auto status = internal::ReadPacketHeader(src.file, src.path, offset, d.parsed, &p, &message);
+    const std::size_t want =
+        static_cast<std::size_t>(std::min<std::uint64_t>(sizeof header, src.file.size() - offset));
+    std::size_t got = 0;
+    int read_errno = 0;
+    while (got < want) {
+      const ssize_t n = ::pread(fd.get(), header + got, want - got, static_cast<off_t>(offset + got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) read_errno = errno;
+      if (n <= 0) break;
+      got += static_cast<std::size_t>(n);
+    }
+    if (got < want) {
+      *error = src.path + ": byte " + std::to_string(offset) + ": cannot read the packet header (" +
+               (read_errno != 0 ? std::strerror(read_errno) : "the file shrank while it was read") + ")";
+      return false;
+    }
+    const auto status =
+        internal::CheckPacketHeader(header, src.file.size(), src.path, offset, d.parsed, &p, &message);
     if (status == internal::PacketStatus::kError) {
       *error = message;
       return false;
@@ -146,7 +170,6 @@ std::unique_ptr<Trace> Trace::Open(const std::string& dir_in, std::string* error
     if (!src->file.Open(src->path, error)) return nullptr;
     StreamInfo info;
     if (!ScanStream(d, *src, &info, &threads, error)) return nullptr;
-    src->file.Release(0, src->file.size());  // the scan touched one page per packet
     d.bytes_on_disk += src->file.size();
     d.packets += info.packets;
     d.streams.push_back(std::move(info));

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -72,6 +73,15 @@ void CompleteRecordedTrace(const std::string& dir, const char* command) {
   for (std::string& sub : ExecTraces(dir)) dirs.push_back(std::move(sub));
   for (const std::string& d : dirs) {
     if (!HasRingDir(d)) continue;
+    // An empty .ring (every process left cleanly; a followed session keeps the directory for the
+    // processes still to come) is removed and nothing is recovered: what Recover would do, without
+    // reading the metadata and syncing the directory (~2 ms of every record run on ext4). rmdir
+    // removes only an empty directory, so a ring or a crash marker created meanwhile falls
+    // through to Recover, as does a metadata rewrite cut short (.metadata.tmp, which it removes).
+    struct stat tmp;
+    if (::lstat((d + "/.metadata.tmp").c_str(), &tmp) != 0 && ::rmdir((d + "/.ring").c_str()) == 0) {
+      continue;
+    }
     recover::Report report;
     const bool ok = recover::Recover(d, recover::Options{}, &report);
     const auto events = static_cast<unsigned long long>(
