@@ -10,10 +10,17 @@
 # write-out at exit. Writes bench/results/functrace_whole_run.json (hyperfine's export).
 # FTBENCH_RUNS: runs per command (default 10).
 set -eu
-name=ftwhole
-. "$(dirname "$0")/whole_run_env.sh"
+build=$(cd "$1" && pwd)
+n=${2:-27}
+here=$(cd "$(dirname "$0")" && pwd)
 out="$here/../results/functrace_whole_run.json"
+scratch=$(mktemp -d "${3:-$build}/ftwhole.XXXXXX")
+trap 'rm -rf "$scratch"' EXIT
 runs=${FTBENCH_RUNS:-10}
+cli="$build/tools/hushtrace/hushtrace"
+prog="$build/bench/ftbench_nop5"
+calls=$("$build/bench/ftbench_plain" "$n" | sed -n 's/.*calls \([0-9]*\) .*/\1/p')
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'); cpu: $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1), $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# traces in $scratch ($(stat -f -c %T "$scratch")); $calls calls per run; $(uftrace --version | head -1)"
 hyperfine -N --warmup 2 --runs "$runs" --export-json "$out" \
   --command-name untraced --prepare true "$prog $n" \

@@ -2,6 +2,7 @@
 // the hushtrace runtime it links, through the HUSHTRACE_* environment variables. See docs/cli.md.
 #include <dirent.h>
 #include <fcntl.h>
+#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
@@ -588,14 +589,18 @@ int RunRecord(int argc, char** argv) {
                  opts.buffer_size.c_str());
   }
 
-  // Signals to forward are blocked until the child's pid is known, so none is lost; the child
-  // gets back the original dispositions and mask before exec.
+  // Signals to forward are blocked until the child's pid is known, so none is lost. The child
+  // gets back the original mask, and the original dispositions: a signal this process ignored
+  // (nohup) is left ignored here, so the child inherits SIG_IGN across exec; the others are
+  // handled here (Forward), which exec resets to SIG_DFL, what they were.
   sigset_t forwarded, old_mask;
   sigemptyset(&forwarded);
   for (int sig : kForwarded) sigaddset(&forwarded, sig);
   ::sigprocmask(SIG_BLOCK, &forwarded, &old_mask);
   struct sigaction old_actions[std::size(kForwarded)];
   for (std::size_t k = 0; k < std::size(kForwarded); ++k) {
+    ::sigaction(kForwarded[k], nullptr, &old_actions[k]);
+    if (old_actions[k].sa_handler == SIG_IGN) continue;
     struct sigaction sa = {};
     sa.sa_sigaction = Forward;
     // No SA_RESTART: the waits below retry on EINTR themselves. Under ThreadSanitizer a handler
@@ -603,7 +608,7 @@ int RunRecord(int argc, char** argv) {
     // never return to deliver it, and the child would not hear of the signal.
     sa.sa_flags = SA_SIGINFO;
     sigemptyset(&sa.sa_mask);
-    ::sigaction(kForwarded[k], &sa, &old_actions[k]);
+    ::sigaction(kForwarded[k], &sa, nullptr);
   }
   auto restore_signals = [&] {
     for (std::size_t k = 0; k < std::size(kForwarded); ++k)
@@ -611,41 +616,31 @@ int RunRecord(int argc, char** argv) {
     ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
   };
 
-  // exec failures come back through a close-on-exec pipe: nothing is read when exec succeeds.
-  int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
-    std::fprintf(stderr, "hushtrace record: pipe: %s\n", std::strerror(errno));
-    restore_signals();
-    remove_if_unused();
-    return 1;
-  }
-  // The child's exec error comes back through the pipe (the write end closes at exec).
-  base::UniqueFd exec_error_in(pipe_fds[0]), exec_error_out(pipe_fds[1]);
+  // posix_spawnp, not fork + exec: glibc's shares the address space until the exec (CLONE_VFORK),
+  // where fork() copied the page tables of this process (tens of MB mapped: the ELF files just
+  // read) and then paid a copy-on-write fault for every page either side wrote before the exec:
+  // on a VM, milliseconds of every record run. An exec failure comes back as its return value.
+  // One difference with fork + exec, glibc's (2.36): its posix_spawn leaves the two signals it
+  // keeps for itself (32 and 33: thread cancellation, set*id) ignored in the child, and
+  // posix_spawnattr_setsigdefault cannot name them. glibc and musl install their handlers for
+  // those when a program first needs them (pthread_cancel, setuid in a threaded program): seen
+  // only in /proc/PID/status (SigIgn), as under any posix_spawn-based launcher.
+  posix_spawnattr_t attr;
+  ::posix_spawnattr_init(&attr);
+  ::posix_spawnattr_setsigmask(&attr, &old_mask);
+  ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
   std::fflush(nullptr);
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    std::fprintf(stderr, "hushtrace record: fork: %s\n", std::strerror(errno));
+  pid_t pid = 0;
+  const int spawn_error = ::posix_spawnp(&pid, program, nullptr, &attr, program_argv.data(), environ);
+  ::posix_spawnattr_destroy(&attr);
+  if (spawn_error != 0) {
     restore_signals();
+    std::fprintf(stderr, "hushtrace record: cannot run '%s': %s\n", program, std::strerror(spawn_error));
     remove_if_unused();
-    return 1;
-  }
-  if (pid == 0) {
-    exec_error_in.reset();
-    restore_signals();
-    ::execvp(program, program_argv.data());
-    const int e = errno;
-    while (::write(exec_error_out.get(), &e, sizeof e) < 0 && errno == EINTR) {
-    }
-    ::_exit(127);
+    return 127;
   }
   g_child = pid;
   ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);  // pending forwarded signals are delivered now
-  exec_error_out.reset();
-  int exec_errno = 0;
-  ssize_t n;
-  while ((n = ::read(exec_error_in.get(), &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR) {
-  }
-  exec_error_in.reset();
 
   // Wait without reaping first: until the child is reaped its pid cannot be reused, so a
   // forwarded signal never reaches another process.
@@ -661,13 +656,6 @@ int RunRecord(int argc, char** argv) {
       std::fprintf(stderr, "hushtrace record: waitpid: %s\n", std::strerror(errno));
       return 1;
     }
-  }
-
-  if (n == static_cast<ssize_t>(sizeof exec_errno)) {
-    std::fprintf(stderr, "hushtrace record: cannot run '%s': %s\n", program,
-                 std::strerror(exec_errno));
-    remove_if_unused();
-    return 127;
   }
 
   int status;
