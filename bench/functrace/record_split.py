@@ -2,7 +2,7 @@
 """Where the time of a `hushtrace record --functions '*'` run goes (issue 14).
 
     bench/functrace/record_split.py [--build-dir build] [--rounds 25] [--n 27] [--scratch DIR]
-                                    [--json FILE]
+                                    [--other-build DIR] [--json FILE]
 
 Every command runs once per round, rounds interleaved (a drift of the host spreads over all of
 them), each timed from its spawn to its reaping (posix_spawn, output to /dev/null), traces on the
@@ -22,6 +22,8 @@ for the first time are paid one by one: bench/host_costs.cc prices a first touch
   ring_2M_blocking     a ring 8x smaller, --blocking: what a ring that stays small while the
                        writer keeps up would touch
   ring_2M              the same without --blocking (its loss is counted from `hushtrace report`)
+With --other-build, record_small_other is record_small run by that build's CLI (and its runtime),
+in the same rounds: a before/after of the CLI's own costs.
 Per call = (median - median untraced) / calls, with and without the fixed part
 (record_small - untraced_small).
 """
@@ -68,6 +70,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=25)
     ap.add_argument("--n", type=int, default=27)
     ap.add_argument("--scratch")
+    ap.add_argument("--other-build")
     ap.add_argument("--json")
     args = ap.parse_args()
     build = os.path.abspath(args.build_dir)
@@ -85,6 +88,11 @@ def main():
         "runtime_only_small": ([prog, "5"], preload),
         "record_small": (rec + [prog, "5"], env),
         "cli_version": ([cli, "--version"], env),
+    }
+    if args.other_build:
+        other_cli = f"{os.path.abspath(args.other_build)}/tools/hushtrace/hushtrace"
+        commands["record_small_other"] = ([other_cli, "record", "--functions", "*", "-o", trace, prog, "5"], env)
+    commands |= {
         "untraced": ([prog, n], env),
         "ring_16M": (rec + [prog, n], env),
         "ring_16M_blocking": (rec + ["--blocking", prog, n], env),
