@@ -801,6 +801,26 @@ TEST_F(CliRecord, OutputDirectoryAlreadyUsed) {
   EXPECT_TRUE(Contains(missing.err, "cannot create the trace directory")) << missing.err;
 }
 
+// The program starts with the signal state `record` was started with: a signal ignored by its
+// launcher (`nohup`, `trap '' HUP`) stays ignored, the forwarded ones `record` handles are back to
+// their default, and none is left blocked (record blocks them while it starts the program).
+TEST_F(CliRecord, TheProgramGetsTheSignalStateRecordWasStartedWith) {
+  const auto status_mask = [](const std::string& status, const std::string& field) {
+    const std::size_t at = status.find("\n" + field + ":\t");
+    return at == std::string::npos ? ~0ull : std::stoull(status.substr(at + field.size() + 3, 16), nullptr, 16);
+  };
+  const auto bit = [](int sig) { return 1ull << (sig - 1); };
+  const std::string command = "trap '' HUP; exec '" + HushtraceCli() + "' record -o '" + dir_ +
+                              "/trace' cat /proc/self/status";
+  const RunResult r = RunCommand({"sh", "-c", command});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::uint64_t ignored = status_mask(r.out, "SigIgn"), blocked = status_mask(r.out, "SigBlk");
+  ASSERT_NE(ignored, ~0ull) << r.out;
+  EXPECT_NE(ignored & bit(SIGHUP), 0u) << r.out;  // ignored by the launcher: still ignored
+  for (int sig : {SIGINT, SIGTERM, SIGUSR2}) EXPECT_EQ(ignored & bit(sig), 0u) << sig << "\n" << r.out;
+  for (int sig : {SIGHUP, SIGINT, SIGTERM, SIGUSR2}) EXPECT_EQ(blocked & bit(sig), 0u) << sig << "\n" << r.out;
+}
+
 TEST_F(CliRecord, ProgramCannotRun) {
   const RunResult r = Record({"-o", dir_ + "/trace", dir_ + "/no-such-program"});
   EXPECT_EQ(r.status, 127) << r.err;
