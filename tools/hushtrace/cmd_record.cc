@@ -491,6 +491,31 @@ std::string VisibleCause(const std::string& dir, const struct stat& created,
   return "";
 }
 
+// What execvp would fail with for `program` (0: it finds an executable file), checked before the
+// spawn: under qemu-user, posix_spawn cannot report an exec failure (its vfork is a fork).
+int ExecError(const char* program) {
+  const auto check = [](const std::string& path) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) return errno;
+    if (!S_ISREG(st.st_mode)) return EACCES;
+    return ::access(path.c_str(), X_OK) == 0 ? 0 : errno;
+  };
+  if (std::strchr(program, '/') != nullptr) return check(program);
+  const char* path = std::getenv("PATH");
+  std::string dirs = path != nullptr && *path != '\0' ? path : "/bin:/usr/bin";
+  int error = ENOENT;
+  for (std::size_t begin = 0; begin <= dirs.size();) {
+    std::size_t end = dirs.find(':', begin);
+    if (end == std::string::npos) end = dirs.size();
+    const std::string dir = end > begin ? dirs.substr(begin, end - begin) : ".";
+    const int e = check(dir + "/" + program);
+    if (e == 0) return 0;
+    if (e == EACCES) error = EACCES;
+    begin = end + 1;
+  }
+  return error;
+}
+
 }  // namespace
 
 void DescribeRecord(CLI::App& app) { DescribeWith(app, Define); }
@@ -587,6 +612,12 @@ int RunRecord(int argc, char** argv) {
     std::fprintf(stderr, "hushtrace: --functions: %s rings per thread (calls fill a smaller ring faster than it "
                          "is written out; --buffer-size to choose)\n",
                  opts.buffer_size.c_str());
+  }
+
+  if (const int e = ExecError(program); e != 0) {
+    std::fprintf(stderr, "hushtrace record: cannot run '%s': %s\n", program, std::strerror(e));
+    remove_if_unused();
+    return 127;
   }
 
   // Signals to forward are blocked until the child's pid is known, so none is lost. The child
