@@ -10,6 +10,8 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "base/read_at.h"
+
 // Older <elf.h> lack the DT_RELR constants (glibc < 2.36).
 #ifndef DT_RELRSZ
 #define DT_RELRSZ 35
@@ -184,19 +186,13 @@ bool ElfFile::Read(std::uint64_t offset, std::size_t len, void* out, std::string
     return true;
   }
   std::size_t done = 0;
-  while (done < len) {
-    const ssize_t n =
-        ::pread(fd_.get(), static_cast<char*>(out) + done, len - done, static_cast<off_t>(offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      if (error) {
-        *error =
-            ErrorAt(offset + done, n == 0 ? std::string("the file shrank while being read")
-                                          : std::string("read failed: ") + std::strerror(errno));
-      }
-      return false;
+  if (const int err = base::ReadAt(fd_.get(), out, len, offset, &done); err != 0) {
+    if (error) {
+      *error = ErrorAt(offset + done, err == base::kEndOfFile
+                                          ? std::string("the file shrank while being read")
+                                          : std::string("read failed: ") + std::strerror(err));
     }
-    done += static_cast<std::size_t>(n);
+    return false;
   }
   return true;
 }

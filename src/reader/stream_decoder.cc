@@ -40,9 +40,9 @@ MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(const_cast<std::uint8_t*>(data_), size_);
 }
 
-bool MappedFile::Open(const std::string& path, std::string* error) {
+bool MappedFile::Open(const std::string& path, std::string* error, base::UniqueFd* fd_out) {
   // O_NONBLOCK: a FIFO must not block.
-  const base::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW));
+  base::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW));
   if (!fd) {
     *error = path + ": cannot open: " + std::strerror(errno);
     return false;
@@ -63,6 +63,7 @@ bool MappedFile::Open(const std::string& path, std::string* error) {
     ::madvise(p, size_, MADV_SEQUENTIAL);
     data_ = static_cast<const std::uint8_t*>(p);
   }
+  if (fd_out != nullptr) *fd_out = std::move(fd);
   return true;
 }
 

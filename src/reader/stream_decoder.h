@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/unique_fd.h"
 #include "hushtrace/reader.h"
 #include "format/packet.h"
 #include "reader/metadata_parser.h"
@@ -32,7 +33,9 @@ class MappedFile {
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
-  bool Open(const std::string& path, std::string* error);
+  // Maps `path` read-only. `fd` (optional) receives the open descriptor, which is otherwise
+  // closed once the file is mapped (Trace::Open reads packet headers through it).
+  bool Open(const std::string& path, std::string* error, base::UniqueFd* fd = nullptr);
   // Drops the pages of [begin, end) from this process (they are re-read from the file if touched
   // again), so that resident memory does not grow with the trace size.
   void Release(std::uint64_t begin, std::uint64_t end) const;

@@ -11,6 +11,7 @@
 #include <map>
 
 #include "base/dir_stream.h"
+#include "base/read_at.h"
 #include "base/unique_fd.h"
 #include "format/numbered_name.h"
 #include "hushtrace/reader.h"
@@ -40,28 +41,19 @@ bool ReadMetadataFile(const std::string& path, std::string* text, std::string* e
   }
   text->resize(static_cast<std::size_t>(st.st_size));
   std::size_t got = 0;
-  while (got < text->size()) {
-    const ssize_t n = ::read(fd.get(), text->data() + got, text->size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<std::size_t>(n);
-  }
+  base::ReadAt(fd.get(), text->data(), text->size(), 0, &got);  // a short file: what it holds
   text->resize(got);
   return true;
 }
 
-// Walks the packet headers of one stream. False on a structural error.
-bool ScanStream(TraceData& d, const internal::StreamSource& src, StreamInfo* info,
+// Walks the packet headers of one stream, read through `fd` (the mapped file's). False on a
+// structural error.
+bool ScanStream(TraceData& d, const internal::StreamSource& src, int fd, StreamInfo* info,
                 std::map<std::uint32_t, ThreadInfo>* threads, std::string* error) {
   info->path = src.path;
   info->index = src.index;
   info->file_bytes = src.file.size();
-  // Headers are read with pread (internal::CheckPacketHeader says why), from the file mapped.
-  const base::UniqueFd fd(::open(src.path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW));
-  if (!fd) {
-    *error = src.path + ": cannot open: " + std::strerror(errno);
-    return false;
-  }
+  // Headers are read with pread, not through the mapping: internal::CheckPacketHeader says why.
   std::uint8_t header[internal::kPacketHeaderBytes];
   std::uint64_t offset = 0, expected_seq = 0;
   while (offset < src.file.size()) {
@@ -69,18 +61,9 @@ bool ScanStream(TraceData& d, const internal::StreamSource& src, StreamInfo* inf
     std::string message;
     const std::size_t want =
         static_cast<std::size_t>(std::min<std::uint64_t>(sizeof header, src.file.size() - offset));
-    std::size_t got = 0;
-    int read_errno = 0;
-    while (got < want) {
-      const ssize_t n = ::pread(fd.get(), header + got, want - got, static_cast<off_t>(offset + got));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) read_errno = errno;
-      if (n <= 0) break;
-      got += static_cast<std::size_t>(n);
-    }
-    if (got < want) {
+    if (const int err = base::ReadAt(fd, header, want, offset); err != 0) {
       *error = src.path + ": byte " + std::to_string(offset) + ": cannot read the packet header (" +
-               (read_errno != 0 ? std::strerror(read_errno) : "the file shrank while it was read") + ")";
+               (err == base::kEndOfFile ? "the file shrank while it was read" : std::strerror(err)) + ")";
       return false;
     }
     const auto status =
@@ -167,9 +150,10 @@ std::unique_ptr<Trace> Trace::Open(const std::string& dir_in, std::string* error
     auto src = std::make_unique<internal::StreamSource>();
     src->path = dir + "/" + name;
     src->index = index;
-    if (!src->file.Open(src->path, error)) return nullptr;
+    base::UniqueFd fd;
+    if (!src->file.Open(src->path, error, &fd)) return nullptr;
     StreamInfo info;
-    if (!ScanStream(d, *src, &info, &threads, error)) return nullptr;
+    if (!ScanStream(d, *src, fd.get(), &info, &threads, error)) return nullptr;
     d.bytes_on_disk += src->file.size();
     d.packets += info.packets;
     d.streams.push_back(std::move(info));

@@ -28,6 +28,7 @@
 
 #include "base/dir_stream.h"
 #include "base/errno_message.h"
+#include "base/read_at.h"
 #include "base/unique_fd.h"
 #include "format/numbered_name.h"
 #include "format/packet.h"
@@ -82,18 +83,6 @@ int WriteAllAt(int fd, const std::uint8_t* data, std::size_t len, std::uint64_t 
     offset += static_cast<std::uint64_t>(n);
   }
   return 0;
-}
-
-bool ReadAllAt(int fd, std::uint8_t* data, std::size_t len, std::uint64_t offset) {
-  while (len > 0) {
-    const ssize_t n = ::pread(fd, data, len, static_cast<off_t>(offset));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data += n;
-    len -= static_cast<std::size_t>(n);
-    offset += static_cast<std::uint64_t>(n);
-  }
-  return true;
 }
 
 // ---- the ring file --------------------------------------------------------------------------
@@ -300,7 +289,7 @@ StreamScan ScanStream(int fd, const std::string& path, std::uint64_t limit, cons
       s.damage = At(path, offset) + "incomplete packet header";
       break;
     }
-    if (!ReadAllAt(fd, d.header, kPacketHeaderSize, offset)) {
+    if (base::ReadAt(fd, d.header, kPacketHeaderSize, offset) != 0) {
       s.damage = At(path, offset) + "cannot read the packet header";
       break;
     }
@@ -745,7 +734,7 @@ bool RecoverRing(const RingContext& ctx, const RingFile& r, RingReport* rep) {
   const DiskPacket& last_events = scan.last_events;
   if (scan.have_last_events && last_events.size - kPacketHeaderSize <= r.subbuf_size) {
     last_body.resize(static_cast<std::size_t>(last_events.size - kPacketHeaderSize));
-    if (!ReadAllAt(fd.get(), last_body.data(), last_body.size(), last_events.offset + kPacketHeaderSize)) {
+    if (base::ReadAt(fd.get(), last_body.data(), last_body.size(), last_events.offset + kPacketHeaderSize) != 0) {
       last_body.clear();
     }
   }
@@ -901,7 +890,7 @@ bool ReadMetadata(int dirfd, const std::string& path, std::string* text, std::st
     return false;
   }
   text->resize(static_cast<std::size_t>(st.st_size));
-  if (!ReadAllAt(fd.get(), reinterpret_cast<std::uint8_t*>(text->data()), text->size(), 0)) {
+  if (base::ReadAt(fd.get(), text->data(), text->size(), 0) != 0) {
     *error = ErrnoMessage(path + ": cannot read");
     return false;
   }

@@ -491,31 +491,6 @@ std::string VisibleCause(const std::string& dir, const struct stat& created,
   return "";
 }
 
-// What execvp would fail with for `program` (0: it finds an executable file), checked before the
-// spawn: under qemu-user, posix_spawn cannot report an exec failure (its vfork is a fork).
-int ExecError(const char* program) {
-  const auto check = [](const std::string& path) {
-    struct stat st;
-    if (::stat(path.c_str(), &st) != 0) return errno;
-    if (!S_ISREG(st.st_mode)) return EACCES;
-    return ::access(path.c_str(), X_OK) == 0 ? 0 : errno;
-  };
-  if (std::strchr(program, '/') != nullptr) return check(program);
-  const char* path = std::getenv("PATH");
-  std::string dirs = path != nullptr && *path != '\0' ? path : "/bin:/usr/bin";
-  int error = ENOENT;
-  for (std::size_t begin = 0; begin <= dirs.size();) {
-    std::size_t end = dirs.find(':', begin);
-    if (end == std::string::npos) end = dirs.size();
-    const std::string dir = end > begin ? dirs.substr(begin, end - begin) : ".";
-    const int e = check(dir + "/" + program);
-    if (e == 0) return 0;
-    if (e == EACCES) error = EACCES;
-    begin = end + 1;
-  }
-  return error;
-}
-
 }  // namespace
 
 void DescribeRecord(CLI::App& app) { DescribeWith(app, Define); }
@@ -614,8 +589,12 @@ int RunRecord(int argc, char** argv) {
                  opts.buffer_size.c_str());
   }
 
-  if (const int e = ExecError(program); e != 0) {
-    std::fprintf(stderr, "hushtrace record: cannot run '%s': %s\n", program, std::strerror(e));
+  // Found as execvp would, once, before anything starts: under qemu-user posix_spawn cannot report
+  // an exec failure (its vfork is a fork), so what would fail is said here.
+  int exec_error = 0;
+  const std::string executable = FindInPath(program, &exec_error);
+  if (exec_error != 0) {
+    std::fprintf(stderr, "hushtrace record: cannot run '%s': %s\n", program, std::strerror(exec_error));
     remove_if_unused();
     return 127;
   }
@@ -647,7 +626,7 @@ int RunRecord(int argc, char** argv) {
     ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
   };
 
-  // posix_spawnp, not fork + exec: glibc's shares the address space until the exec (CLONE_VFORK),
+  // posix_spawn, not fork + exec: glibc's shares the address space until the exec (CLONE_VFORK),
   // where fork() copied the page tables of this process (tens of MB mapped: the ELF files just
   // read) and then paid a copy-on-write fault for every page either side wrote before the exec:
   // on a VM, milliseconds of every record run. An exec failure comes back as its return value.
@@ -662,7 +641,8 @@ int RunRecord(int argc, char** argv) {
   ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
   std::fflush(nullptr);
   pid_t pid = 0;
-  const int spawn_error = ::posix_spawnp(&pid, program, nullptr, &attr, program_argv.data(), environ);
+  const int spawn_error =
+      ::posix_spawn(&pid, executable.c_str(), nullptr, &attr, program_argv.data(), environ);
   ::posix_spawnattr_destroy(&attr);
   if (spawn_error != 0) {
     restore_signals();

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <memory>
@@ -19,6 +20,14 @@ bool IsFile(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+// 0 when `path` is a regular file this process may execute, else the errno execve would give.
+int ExecutableError(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return errno;
+  if (!S_ISREG(st.st_mode)) return EACCES;
+  return ::access(path.c_str(), X_OK) == 0 ? 0 : errno;
+}
+
 std::string SelfDir() {
   char buf[4096];
   const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
@@ -29,8 +38,14 @@ std::string SelfDir() {
 
 }  // namespace
 
-std::string FindInPath(const std::string& name) {
-  if (name.find('/') != std::string::npos) return name;
+std::string FindInPath(const std::string& name, int* exec_error) {
+  int ignored;
+  int& error = exec_error != nullptr ? *exec_error : ignored;
+  if (name.find('/') != std::string::npos) {
+    error = ExecutableError(name);
+    return name;
+  }
+  error = ENOENT;
   const char* path = std::getenv("PATH");
   std::string dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
   std::size_t start = 0;
@@ -39,7 +54,12 @@ std::string FindInPath(const std::string& name) {
     if (end == std::string::npos) end = dirs.size();
     const std::string dir = end > start ? dirs.substr(start, end - start) : ".";
     const std::string candidate = dir + "/" + name;
-    if (IsFile(candidate) && ::access(candidate.c_str(), X_OK) == 0) return candidate;
+    const int e = ExecutableError(candidate);
+    if (e == 0) {
+      error = 0;
+      return candidate;
+    }
+    if (e == EACCES) error = EACCES;  // as execvp: reported when nothing later is executable
     start = end + 1;
   }
   return name;

@@ -11,8 +11,10 @@ namespace hush::cli {
 bool ParseDurationNs(const std::string& text, std::uint64_t* ns);
 
 // `name` as execvp() finds it: itself when it holds a '/', else the first executable file of that
-// name in the directories of PATH; `name` unchanged when none is found.
-std::string FindInPath(const std::string& name);
+// name in the directories of PATH; `name` unchanged when none is found. `exec_error` (optional):
+// what execvp would fail with, 0 when the result is an executable regular file, else EACCES when a
+// file of that name exists but is not one, else ENOENT (or stat's errno for a name with a '/').
+std::string FindInPath(const std::string& name, int* exec_error = nullptr);
 
 // The runtime to preload when PROGRAM does not link it: $HUSHTRACE_RUNTIME, else the installed
 // library next to this executable (../lib...), else the one of the build tree. "" if none exists.
