@@ -98,6 +98,9 @@ struct RingFile {
   std::uint64_t subbuf_size = 0;
   std::uint32_t subbuf_count = 0;
   bool flight = false;
+  // Version 3 stream rings name each packet's sub-buffer (ring_layout.h, packet_slot); version 2
+  // rings and flight rings keep packet n in sub-buffer n % subbuf_count.
+  bool slot_table = false;
 
   RingFile() = default;
   RingFile(const RingFile&) = delete;
@@ -105,11 +108,22 @@ struct RingFile {
   ~RingFile() {
     if (map != nullptr) ::munmap(const_cast<std::uint8_t*>(map), map_size);
   }
-  const std::uint8_t* packet(std::uint64_t seq) const {
-    return map + ring::kRingHeaderSize + (seq % subbuf_count) * subbuf_size;
+  // The entry of packet `seq` (kSlotNone: never written; OpenRingFile checked the others).
+  std::uint16_t SlotEntry(std::uint64_t seq) const {
+    if (!slot_table) {
+      return static_cast<std::uint16_t>(seq % subbuf_count) | (seq < subbuf_count ? ring::kSlotFirstUse : 0);
+    }
+    return header->packet_slot[seq % subbuf_count].load(std::memory_order_relaxed);
   }
+  // The sub-buffer of packet `seq`; subbuf_count when its entry was never written.
+  std::uint32_t Slot(std::uint64_t seq) const {
+    const std::uint16_t entry = SlotEntry(seq);
+    return entry == ring::kSlotNone ? subbuf_count : (entry & ring::kSlotMask);
+  }
+  // Only for a packet whose entry was written: a closed packet, or the open one (has_open_).
+  const std::uint8_t* packet(std::uint64_t seq) const { return map + PacketFileOffset(seq); }
   std::uint64_t PacketFileOffset(std::uint64_t seq) const {
-    return ring::kRingHeaderSize + (seq % subbuf_count) * subbuf_size;
+    return ring::kRingHeaderSize + std::uint64_t{Slot(seq)} * subbuf_size;
   }
 };
 
@@ -156,7 +170,7 @@ OpenRing OpenRingFile(int ring_dirfd, const std::string& name, const std::string
     *error = At(path, offsetof(RingHeader, magic)) + "bad ring magic (not a hushtrace ring file)";
     return OpenRing::kError;
   }
-  if (h.version != ring::kRingVersion) {
+  if (h.version != ring::kRingVersion && h.version != ring::kRingVersionModuloSlots) {
     *error = At(path, offsetof(RingHeader, version)) + "ring format version " + Num(h.version) +
              " (this hushtrace reads version " + Num(ring::kRingVersion) + ")";
     return OpenRing::kError;
@@ -192,6 +206,16 @@ OpenRing OpenRingFile(int ring_dirfd, const std::string& name, const std::string
     return OpenRing::kError;
   }
   r->flight = h.mode == ring::RingMode::kFlight;
+  r->slot_table = !r->flight && h.version == ring::kRingVersion;
+  for (std::uint32_t i = 0; r->slot_table && i < h.subbuf_count; ++i) {
+    const std::uint16_t entry = Get(h.packet_slot[i]);
+    if (entry != ring::kSlotNone &&
+        ((entry & ring::kSlotMask) >= h.subbuf_count || (entry & ~(ring::kSlotMask | ring::kSlotFirstUse)) != 0)) {
+      *error = At(path, offsetof(RingHeader, packet_slot) + i * sizeof entry) + "packet slot entry " +
+               Num(entry) + " names no sub-buffer (" + Num(h.subbuf_count) + ")";
+      return OpenRing::kError;
+    }
+  }
   if (md.has_uuid && std::memcmp(h.uuid, md.uuid.data(), sizeof h.uuid) != 0) {
     *error = At(path, offsetof(RingHeader, uuid)) + "ring uuid differs from the metadata's trace uuid";
     return OpenRing::kError;
@@ -217,6 +241,16 @@ OpenRing OpenRingFile(int ring_dirfd, const std::string& name, const std::string
       *error = At(path, offsetof(RingHeader, written_seq)) + "stream-mode ring with " +
                Num(produced - written_seq) + " unwritten packets, more than its " +
                Num(h.subbuf_count) + " sub-buffers";
+      return OpenRing::kError;
+    }
+  }
+  // Every closed packet's entry was written when it opened; the K - 1 newest name all but the
+  // open packet's index, which entries of older packets share.
+  for (std::uint64_t s = produced >= h.subbuf_count ? produced - h.subbuf_count + 1 : 0;
+       r->slot_table && s < produced; ++s) {
+    if (Get(h.packet_slot[s % h.subbuf_count]) == ring::kSlotNone) {
+      *error = At(path, offsetof(RingHeader, packet_slot) + (s % h.subbuf_count) * sizeof(std::uint16_t)) +
+               "no sub-buffer for closed packet " + Num(s);
       return OpenRing::kError;
     }
   }
@@ -381,7 +415,10 @@ class RingPlanner {
     commit_ = Get(h_.commit.offset);
     // The commit word: the end offset of the last committed event of the open packet and the
     // number of events committed in it (internal::CommitWord), or one of two markers.
-    const std::uint64_t pkt_start = (produced_ % K_) * S_;
+    // A sub-buffer entry not written yet (kSlotNone: K_) puts the packet past the sub-buffers.
+    // A stale one (the writer died between closing packet produced_ - 1 and opening the next)
+    // never names the sub-buffer that packet's last commit word points into (ring_layout.h).
+    const std::uint64_t pkt_start = std::uint64_t{r.Slot(produced_)} * S_;
     const std::uint64_t commit_offset = ring::CommitOffsetOf(commit_);
     has_open_ = commit_ != ring::kCommitNone && commit_ != ring::kCommitOpening &&
                 commit_offset >= pkt_start + kPacketHeaderSize && commit_offset <= pkt_start + S_;
@@ -550,7 +587,7 @@ class RingPlanner {
         // byte there was written by that event. A reused sub-buffer still holds an older packet.
         const std::uint8_t* after = r_.packet(produced_) + open_end_;
         if (pieces.back().to == open_end_ && open_end_ < S_ && IsNonZero(after, S_ - open_end_)) {
-          if (produced_ < K_) {
+          if ((r_.SlotEntry(produced_) & ring::kSlotFirstUse) != 0) {
             rep_->partial_events = 1;
           } else {
             rep_->partial_unknown = true;

@@ -169,6 +169,7 @@ void Ring::InitHeader(const RingConfig& config) {
   h->pid = config.pid;
   std::memcpy(h->uuid, config.uuid, sizeof h->uuid);
   h->commit.offset.store(kCommitNone, std::memory_order_relaxed);
+  for (auto& entry : h->packet_slot) entry.store(kSlotNone, std::memory_order_relaxed);
 }
 
 std::unique_ptr<Ring> Ring::Create(int ring_dirfd, std::uint32_t index, const RingConfig& config,
@@ -257,7 +258,8 @@ std::unique_ptr<Ring> Ring::Create(int ring_dirfd, std::uint32_t index, const Ri
   file.reset();
   std::unique_ptr<Ring> ring(new Ring(index, config, mapping, size, true));
   ring->reserved_subbufs_ = 1;
-  if (all_reserved) ring->all_reserved_.store(true, std::memory_order_relaxed);  // not shared yet
+  // Relaxed: the ring is not shared yet.
+  ring->populated_slots_.store(all_reserved ? config.subbuf_count : 1, std::memory_order_relaxed);
   ring->budget_ = config.budget;
   for (std::uint32_t slot = 0; slot < (all_reserved ? config.subbuf_count : 1); ++slot) {
     ring->paid_[slot / 64].fetch_or(std::uint64_t{1} << (slot % 64), std::memory_order_relaxed);
@@ -266,23 +268,37 @@ std::unique_ptr<Ring> Ring::Create(int ring_dirfd, std::uint32_t index, const Ri
 }
 
 bool Ring::Prefault() {
-  if (prefault_tried_) return prefaulted_;
-  prefault_tried_ = true;
-  if (!owns_mapping_) return false;
-  // Populating reserves every sub-buffer: the budget pays for those not paid for yet first.
-  for (std::uint32_t slot = 0; slot < subbuf_count_; ++slot) {
-    if (!PaySubbuf(slot)) return false;  // the producer pays for each as it comes, or discards
+  if (!owns_mapping_ || prefault_failed_) return false;
+  const std::uint32_t used = slots_used_.load(std::memory_order_relaxed);
+  const std::uint32_t want =
+      mode_ == RingMode::kFlight ? subbuf_count_ : std::min(subbuf_count_, used + 1);
+  if (mapped_slots_ >= want) return true;
+  // Populating reserves the sub-buffers' blocks: the budget pays for those not paid for yet first.
+  for (std::uint32_t slot = mapped_slots_; slot < want; ++slot) {
+    if (!PaySubbuf(slot)) {  // the producer pays for each as it comes, or discards
+      prefault_failed_ = true;
+      return false;
+    }
   }
   // Sets up page-table entries (write faults of a shared mapping: page_mkwrite, no data change),
   // never touching the bytes the producer writes meanwhile. page_mkwrite reserves the blocks of
   // pages not yet reserved; on a full file system it fails, and so does this call (EFAULT where
   // an access would raise SIGBUS), with no signal: the producer then reserves each sub-buffer
   // itself before its first use (OpenPacket), and discards and counts if that fails too.
-  prefaulted_ = ::madvise(mapping_, mapping_size_, MADV_POPULATE_WRITE) == 0;
-  // Release: pairs with the producer's acquire in OpenPacket(); every page of the ring has its
-  // blocks, so the producer's own reservation may be skipped.
-  if (prefaulted_) all_reserved_.store(true, std::memory_order_release);
-  return prefaulted_;
+  char* begin = mapped_slots_ == 0 ? static_cast<char*>(mapping_) : slot_data(mapped_slots_);
+  if (::madvise(begin, static_cast<std::size_t>(slot_data(want) - begin), MADV_POPULATE_WRITE) != 0) {
+    prefault_failed_ = true;
+    return false;
+  }
+  mapped_slots_ = want;
+  // Release: pairs with the producer's acquire in OpenPacket(); these sub-buffers have their
+  // blocks, so the producer's own reservation may be skipped there. Never lowers the mark
+  // (Create may have set it to all of them).
+  std::uint32_t populated = populated_slots_.load(std::memory_order_relaxed);
+  while (populated < want && !populated_slots_.compare_exchange_weak(populated, want, std::memory_order_release,
+                                                                     std::memory_order_relaxed)) {
+  }
+  return true;
 }
 
 std::unique_ptr<Ring> Ring::CreateInMemory(std::uint32_t index, const RingConfig& config) {
@@ -290,18 +306,21 @@ std::unique_ptr<Ring> Ring::CreateInMemory(std::uint32_t index, const RingConfig
   void* mapping = ::operator new(size, std::align_val_t{4096});
   std::memset(mapping, 0, size);
   std::unique_ptr<Ring> ring(new Ring(index, config, mapping, size, false));
-  ring->all_reserved_.store(true, std::memory_order_relaxed);  // plain memory: nothing to reserve
+  // Plain memory: nothing to reserve (relaxed: not shared yet).
+  ring->populated_slots_.store(config.subbuf_count, std::memory_order_relaxed);
   return ring;
 }
 
 bool Ring::OpenPacket(internal::ThreadWriter& w, std::uint64_t ts, std::uint32_t tid,
                       const char* thread_name) {
   const std::uint64_t n = header_->produced.load(std::memory_order_relaxed);  // producer-owned
-  const std::uint32_t slot = static_cast<std::uint32_t>(n % subbuf_count_);
+  std::uint32_t slot = static_cast<std::uint32_t>(n % subbuf_count_);
   if (mode_ == RingMode::kStream) {
     // Acquire: pairs with the consumer's release of `consumed`; the consumer's reads of the old
     // packet happen before we overwrite it.
-    if (n - header_->consumed.load(std::memory_order_acquire) >= subbuf_count_) return false;
+    const std::uint64_t consumed = header_->consumed.load(std::memory_order_acquire);
+    if (n - consumed >= subbuf_count_) return false;
+    slot = FreeSlot(consumed);
   } else if (n >= subbuf_count_) {
     // Flight mode: packet n - K is overwritten; its events are lost and counted exactly.
     // Packet n - K is overwritten; its events are lost unless already written out (a copy in
@@ -311,23 +330,31 @@ bool Ring::OpenPacket(internal::ThreadWriter& w, std::uint64_t ts, std::uint32_t
     const std::uint64_t mark_seq = mark >> kWrittenMarkShift;
     if (old >= mark_seq) {
       const std::uint64_t saved = old == mark_seq ? mark & ((1u << kWrittenMarkShift) - 1) : 0;
-      const std::uint64_t events = header_->packet_events[slot].load(std::memory_order_relaxed);
+      const std::uint64_t events = header_->packet_events[n % subbuf_count_].load(std::memory_order_relaxed);
       const std::uint64_t lost = events > saved ? events - saved : 0;
       header_->overwritten.store(header_->overwritten.load(std::memory_order_relaxed) + lost,
                                  std::memory_order_relaxed);
     }
   }
-  // First lap: the sub-buffer's blocks may not be reserved yet (Create). Packets open in order,
-  // so sub-buffers 0 .. reserved_subbufs_ - 1 are.
-  if (slot >= reserved_subbufs_ && !all_reserved_.load(std::memory_order_acquire)) {
+  // First use: the sub-buffer's blocks may not be reserved yet (Create). Sub-buffers come into
+  // use in order, so sub-buffers 0 .. reserved_subbufs_ - 1 are, and so are those Prefault
+  // populated.
+  if (slot >= reserved_subbufs_ && slot >= populated_slots_.load(std::memory_order_acquire)) {
     if (!ReserveSubbuf(slot)) return false;  // no space on the file system: discarded and counted
   }
+  const std::uint32_t used = slots_used_.load(std::memory_order_relaxed);  // ours
+  const bool first_use = slot >= used;
+  if (first_use) slots_used_.store(slot + 1, std::memory_order_relaxed);
+  if (mode_ == RingMode::kStream) slot_busy_[slot / 64] |= std::uint64_t{1} << (slot % 64);
   // Seqlock writer side: announce the rewrite of this sub-buffer before touching it. A reader
   // that copied bytes written below re-reads the commit word after an acquire fence (CopyPacket)
   // and sees kCommitOpening or the new packet's offset, so it drops its torn copy.
   header_->commit.offset.store(kCommitOpening, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
-  char* p = packet(n);
+  // Published with the packet by the release stores of `commit` below and of `produced` at close.
+  header_->packet_slot[n % subbuf_count_].store(
+      static_cast<std::uint16_t>(slot | (first_use ? kSlotFirstUse : 0)), std::memory_order_relaxed);
+  char* p = slot_data(slot);
   format::PacketHeader h{};
   h.magic = format::kCtfMagic;
   std::memcpy(h.uuid, header_->uuid, sizeof h.uuid);
@@ -399,6 +426,39 @@ bool Ring::PaySubbuf(std::uint32_t slot) {
   return true;
 }
 
+std::uint32_t Ring::FreeSlot(std::uint64_t consumed) {
+  // Give back the sub-buffers of packets released since the last call. Their packet_slot entries
+  // are intact: entry n % K is rewritten only when packet n + K opens, and the last call freed
+  // up to a `consumed` >= (this packet) - K (opening the previous packet needed that).
+  for (; freed_below_ < consumed; ++freed_below_) {
+    const std::uint32_t s = header_->packet_slot[freed_below_ % subbuf_count_].load(std::memory_order_relaxed) & kSlotMask;
+    slot_busy_[s / 64] &= ~(std::uint64_t{1} << (s % 64));
+  }
+  // Never the previous packet's sub-buffer nor the one entry n + 1 names now, even when free
+  // (ring_layout.h): a reader whose commit word is still this packet's after it closed then
+  // finds it outside the sub-buffer that entry n + 1 names until packet n + 1 opens, and this
+  // packet's last commit word never lies in packet n + 1's own sub-buffer.
+  std::uint64_t busy[kMaxSubbufCount / 64];
+  std::memcpy(busy, slot_busy_, sizeof busy);
+  const std::uint64_t n = header_->produced.load(std::memory_order_relaxed);
+  const auto exclude = [&](std::uint32_t s) {
+    if (s < subbuf_count_) busy[s / 64] |= std::uint64_t{1} << (s % 64);
+  };
+  if (n != 0) exclude(SlotOf(n - 1));
+  exclude(header_->packet_slot[(n + 1) % subbuf_count_].load(std::memory_order_relaxed) & kSlotMask);
+  // j = n - consumed <= K - 1 packets wait (the caller checked), packet n - 1 among them when
+  // j > 0, and entry n + 1 names packet n + 1 - K's sub-buffer, which waits when j = K - 1: at
+  // most K - 1 sub-buffers are excluded when K >= 3, one when K = 2 (both exclusions name packet
+  // n - 1's then). A free one exists.
+  for (std::uint32_t word = 0; word * 64 < subbuf_count_; ++word) {
+    if (~busy[word] != 0) {
+      const std::uint32_t s = word * 64 + static_cast<std::uint32_t>(__builtin_ctzll(~busy[word]));
+      if (s < subbuf_count_) return s;
+    }
+  }
+  return static_cast<std::uint32_t>(n % subbuf_count_);  // not reached
+}
+
 bool Ring::ReserveSubbuf(std::uint32_t slot) {
   if (!PaySubbuf(slot)) return false;  // no budget: discarded and counted
   // MADV_POPULATE_WRITE, as Prefault does for the whole ring: page_mkwrite reserves each page's
@@ -416,8 +476,7 @@ bool Ring::ReserveSubbuf(std::uint32_t slot) {
   return true;
 }
 
-std::size_t Ring::CopyPacket(std::uint64_t seq, std::size_t from, std::size_t to) {
-  const char* src = packet(seq);
+std::size_t Ring::CopyPacket(std::uint64_t seq, const char* src, std::size_t from, std::size_t to) {
   CopyRacy(scratch_, src, kPacketHeaderSize);  // flight mode: see SeqlockReads
   if (to > from) CopyRacy(scratch_ + kPacketHeaderSize, src + from, to - from);
   if (mode_ == RingMode::kFlight) {
@@ -444,9 +503,10 @@ std::size_t Ring::CopyClosedPiece(std::uint64_t seq, std::size_t offset, std::ui
   std::size_t len = 0;
   {
     const SeqlockReads racy_reads(mode_ == RingMode::kFlight);
-    const auto content = Load<std::uint64_t>(packet(seq), field::kContentSize) / 8;
+    const char* src = packet(seq);
+    const auto content = Load<std::uint64_t>(src, field::kContentSize) / 8;
     if (content < kPacketHeaderSize || content > subbuf_size_) return kCorruptPacket;
-    len = CopyPacket(seq, std::max(offset, kPacketHeaderSize), content);
+    len = CopyPacket(seq, src, std::max(offset, kPacketHeaderSize), content);
   }
   if (len != 0 && offset != 0) format::StampContinuation(scratch_, begin_ts);
   return len;
@@ -455,8 +515,9 @@ std::size_t Ring::CopyClosedPiece(std::uint64_t seq, std::size_t offset, std::ui
 std::size_t Ring::CopyOpenPiece(std::uint64_t produced, std::size_t offset, std::uint64_t begin_ts,
                                 bool drop_if_closed, OpenPiece* piece) {
   const std::size_t from = std::max(offset, kPacketHeaderSize);
-  if (!ReadOpenCommit(produced, from, &piece->commit_word, &piece->last_ts, &piece->end)) return 0;
-  std::size_t len = CopyPacket(produced, from, piece->end);
+  std::uint32_t slot = 0;
+  if (!ReadOpenCommit(produced, from, &piece->commit_word, &piece->last_ts, &piece->end, &slot)) return 0;
+  std::size_t len = CopyPacket(produced, slot_data(slot), from, piece->end);
   if (drop_if_closed && header_->produced.load(std::memory_order_acquire) != produced) len = 0;
   if (len == 0) return 0;
   if (offset != 0) format::StampContinuation(scratch_, begin_ts);
@@ -578,7 +639,7 @@ WriteResult Ring::WriteNew(int fd, bool include_open) {
 }
 
 bool Ring::ReadOpenCommit(std::uint64_t produced, std::size_t from, std::uint64_t* commit_word,
-                          std::uint64_t* last_ts, std::size_t* end) {
+                          std::uint64_t* last_ts, std::size_t* end, std::uint32_t* slot) {
   // Acquire pairs with the release stores of `commit` in Commit() and OpenPacket().
   std::uint64_t word = header_->commit.offset.load(std::memory_order_acquire);
   for (int attempt = 0;; ++attempt) {
@@ -595,7 +656,13 @@ bool Ring::ReadOpenCommit(std::uint64_t produced, std::size_t from, std::uint64_
   *commit_word = word;
   if (word == kCommitNone || word == kCommitOpening) return false;
   const std::uint64_t commit = CommitOffsetOf(word);
-  const std::uint64_t packet_start = (produced % subbuf_count_) * subbuf_size_;
+  // After the acquire load of the word: when it is packet `produced`'s, so is this entry (the
+  // older value, of packet produced - K, cannot be read then). Any other word this load can
+  // return lies outside the sub-buffer the entry names: packet produced - 1's last one, whether
+  // the entry is already packet `produced`'s or still the older one (ring_layout.h), or a later
+  // packet's (packet `produced` is not released yet, so its sub-buffer is not reused).
+  *slot = SlotOf(produced);
+  const std::uint64_t packet_start = static_cast<std::uint64_t>(*slot) * subbuf_size_;
   if (commit < packet_start + kPacketHeaderSize || commit > packet_start + subbuf_size_) {
     return false;  // no packet open yet (or it is being switched): nothing committed in it
   }

@@ -136,12 +136,18 @@ class Ring {
   // The first call starts at the oldest intact packet. Changes nothing WriteNew() or the producer
   // reads: the ring's own trace is written as if no snapshot had been taken.
   WriteResult CopyForSnapshot(int fd, SnapshotCursor* cursor);
-  // Maps every page of the ring into the process's page tables (once; later calls return at
-  // once), so that the producer never takes a first-touch page fault on it: the consumer pays
-  // them on its own CPU instead. A no-op for in-memory rings and on kernels without
-  // MADV_POPULATE_WRITE (< 5.14), where the producer faults the pages in as before. Returns
-  // whether the pages are now mapped (false for those two cases).
+  // Maps into the process's page tables the pages of every sub-buffer the producer has used and
+  // of the next one (a flight ring: all of them, it goes round), so that the producer does not
+  // take first-touch page faults there: the consumer pays them on its own CPU instead. A stream
+  // ring whose consumer keeps up uses two sub-buffers (ring_layout.h), so this maps three and
+  // the rest of the ring stays untouched; as the consumer falls behind, the producer uses more
+  // and each call maps one more ahead. A no-op for in-memory rings and on kernels without
+  // MADV_POPULATE_WRITE (< 5.14), where the producer faults the pages in as before; after a
+  // failure (a full file system), later calls do nothing. Returns whether those pages are now
+  // mapped (false for those cases).
   bool Prefault();
+  // Sub-buffers that have held a packet: the ring's footprint (pages a writer touched).
+  std::uint32_t slots_used() const { return slots_used_.load(std::memory_order_relaxed); }
   // Events lost because writing failed (disk full...), counted by WriteNew.
   std::uint64_t write_lost_events() const {
     return write_lost_events_.load(std::memory_order_relaxed);
@@ -152,7 +158,15 @@ class Ring {
   std::uint32_t index() const { return index_; }
   std::uint32_t subbuf_count() const { return subbuf_count_; }
   std::size_t subbuf_size() const { return subbuf_size_; }
-  char* packet(std::uint64_t seq) { return data_ + (seq % subbuf_count_) * subbuf_size_; }
+  // The sub-buffer of packet `seq` (ring_layout.h). Consumer side: `seq` is a closed packet not
+  // yet released (consumed <= seq < produced, read with acquire), or the open one once its commit
+  // word was read with acquire; producer side: any packet it opened that is still in the ring.
+  std::uint32_t SlotOf(std::uint64_t seq) const {
+    if (mode_ == RingMode::kFlight) return static_cast<std::uint32_t>(seq % subbuf_count_);
+    return header_->packet_slot[seq % subbuf_count_].load(std::memory_order_relaxed) & kSlotMask;
+  }
+  char* packet(std::uint64_t seq) { return slot_data(SlotOf(seq)); }
+  char* slot_data(std::uint32_t slot) { return data_ + static_cast<std::size_t>(slot) * subbuf_size_; }
 
  private:
   Ring(std::uint32_t index, const RingConfig& config, void* mapping, std::size_t mapping_size,
@@ -160,7 +174,8 @@ class Ring {
   void InitHeader(const RingConfig& config);
   // Copies bytes [from, to) of packet `seq` into scratch_ (header included) and checks that the
   // producer did not start overwriting it meanwhile. Returns the copy length or 0.
-  std::size_t CopyPacket(std::uint64_t seq, std::size_t from, std::size_t to);
+  // `src` is the packet's sub-buffer (packet(seq), or the open packet's as ReadOpenCommit found).
+  std::size_t CopyPacket(std::uint64_t seq, const char* src, std::size_t from, std::size_t to);
   int WriteCopy(int fd, std::size_t len);
 
   // The steps WriteNew (the stream's write-out) and CopyForSnapshot (a snapshot's) share; each
@@ -186,14 +201,18 @@ class Ring {
   };
   std::size_t CopyOpenPiece(std::uint64_t produced, std::size_t offset, std::uint64_t begin_ts,
                             bool drop_if_closed, OpenPiece* piece);
-  // Producer: reserves the blocks of sub-buffer `slot` (first lap; see Create). False: no space,
+  // Producer: reserves the blocks of sub-buffer `slot` (first use; see Create). False: no space,
   // or no budget.
   bool ReserveSubbuf(std::uint32_t slot);
+  // Producer, stream mode: the lowest sub-buffer holding no packet the consumer still needs,
+  // given `consumed` (acquired by the caller). Packets [consumed, produced) hold theirs.
+  std::uint32_t FreeSlot(std::uint64_t consumed);
   // The open packet `produced` committed up to `*end` (from the packet start), its last event at
-  // `*last_ts`. False while no packet is open or being opened (`*commit_word` tells which), while
-  // its writer keeps moving, or when nothing is committed past `from`.
+  // `*last_ts`, in sub-buffer `*slot`. False while no packet is open or being opened
+  // (`*commit_word` tells which), while its writer keeps moving, or when nothing is committed
+  // past `from`.
   bool ReadOpenCommit(std::uint64_t produced, std::size_t from, std::uint64_t* commit_word,
-                      std::uint64_t* last_ts, std::size_t* end);
+                      std::uint64_t* last_ts, std::size_t* end, std::uint32_t* slot);
   WriteResult WriteLossMarker(int fd, WriteResult result);
 
   std::uint32_t index_;
@@ -213,11 +232,20 @@ class Ring {
   // Producer-private (handed between threads under the session mutex): timestamp_end of the last
   // closed packet. Packets of one stream never go back in time, even across owner threads.
   std::uint64_t last_end_ts_ = 0;
-  // Rings made by Create: the producer reserves its sub-buffers' blocks lazily (first lap).
-  std::uint32_t reserved_subbufs_ = 0;  // producer-private: sub-buffers 0 .. N-1 have blocks
-  // Set (release) by Prefault once every page has its blocks; the producer skips its own
-  // reservation then (acquire).
-  std::atomic<bool> all_reserved_{false};
+  // Rings made by Create: the producer reserves its sub-buffers' blocks lazily (first use).
+  // Sub-buffers come into use in order (FreeSlot takes the lowest free one), so sub-buffers
+  // 0 .. N-1 have blocks.
+  std::uint32_t reserved_subbufs_ = 0;  // producer-private
+  // Stream mode, producer-private: sub-buffers holding packets from freed_below_ on (bit i:
+  // sub-buffer i), and the first packet whose sub-buffer was not given back yet.
+  std::uint64_t slot_busy_[kMaxSubbufCount / 64] = {};
+  std::uint64_t freed_below_ = 0;
+  // Written by the producer (relaxed) when a packet first opens in a sub-buffer: Prefault's
+  // measure of how far the ring has grown.
+  std::atomic<std::uint32_t> slots_used_{0};
+  // Sub-buffers 0 .. N-1 have all their pages' blocks: set (release) by Create and by Prefault;
+  // the producer skips its own reservation below it (acquire).
+  std::atomic<std::uint32_t> populated_slots_{0};
   // Consumer-private state.
   std::unique_ptr<char[]> own_scratch_;   // RingConfig::scratch was nullptr
   char* scratch_;                         // one packet: RingConfig::scratch or own_scratch_
@@ -230,8 +258,10 @@ class Ring {
   std::atomic<std::uint64_t> paid_[kMaxSubbufCount / 64] = {};
   // Takes the bytes of sub-buffer `slot` from the budget unless it was paid for already.
   bool PaySubbuf(std::uint32_t slot);
-  bool prefault_tried_ = false;
-  bool prefaulted_ = false;
+  // Consumer-private (Prefault): sub-buffers 0 .. N-1 are mapped (with the header, once N > 0),
+  // and whether it gave up (see there).
+  std::uint32_t mapped_slots_ = 0;
+  bool prefault_failed_ = false;
 };
 
 }  // namespace hush::ring

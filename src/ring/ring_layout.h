@@ -9,11 +9,22 @@
 //   + subbuf_size        sub-buffer 1
 //   ...                  sub-buffer subbuf_count - 1
 //
-// Packet n (n = packet_seq_num) lives in sub-buffer n % subbuf_count. The producer (owning
-// thread) opens packets in order; `produced` counts closed packets, so the open packet is number
-// `produced`. In stream mode the consumer thread writes closed packets to stream_<N> and advances
-// `consumed`; the producer never opens packet n while n - consumed >= subbuf_count (it discards and
-// counts instead). In flight mode the producer overwrites the oldest packet and counts its events.
+// The producer (owning thread) opens packets in order; `produced` counts closed packets, so the
+// open packet is number `produced`. Which sub-buffer packet n (n = packet_seq_num) lives in:
+// - Flight mode: n % subbuf_count. The producer overwrites the oldest packet and counts its
+//   events.
+// - Stream mode: RingHeader::packet_slot[n % subbuf_count], the lowest sub-buffer free when the
+//   packet opened, with two exceptions that keep an open packet recognisable by its sub-buffer
+//   alone, as with n % subbuf_count: never packet n - 1's sub-buffer, nor the one entry
+//   (n + 1) % subbuf_count names. Between ClosePacket's store of `produced` = n + 1 and the next
+//   OpenPacket, a reader (or recovery after a crash there) finds the commit word still at the end
+//   of packet n and the entry of packet n + 1 not written yet; the two sub-buffers differ, so it
+//   does not take packet n's bytes for packet n + 1's. The thread writes closed packets to stream_<N> and advances
+//   `consumed`, which frees their sub-buffers; the producer never opens packet n while
+//   n - consumed >= subbuf_count (it discards and counts instead). A consumer that keeps up
+//   leaves one or two sub-buffers in use, so a thread touches (and the hypervisor, the page
+//   cache and the disk see) the pages of those, not the whole ring: the ring grows only as far
+//   as the consumer falls behind (docs/benchmarks.md, "Message passing").
 #ifndef HUSHTRACE_SRC_RING_RING_LAYOUT_H_
 #define HUSHTRACE_SRC_RING_RING_LAYOUT_H_
 
@@ -28,7 +39,9 @@
 namespace hush::ring {
 
 inline constexpr char kRingMagic[8] = {'H', 'U', 'S', 'H', 'R', 'N', 'G', '1'};
-inline constexpr std::uint32_t kRingVersion = 2;  // 2: commit word with event count, written_mark
+// 2: commit word with event count, written_mark. 3: packet_slot (recovery reads 2 as well).
+inline constexpr std::uint32_t kRingVersion = 3;
+inline constexpr std::uint32_t kRingVersionModuloSlots = 2;
 inline constexpr std::size_t kRingHeaderSize = 4096;
 // The bytes of a ring file (and mapping): the header, then the sub-buffers. The session sizes its
 // budget with it, Ring::Create its file, recovery checks a dead ring's file against it.
@@ -62,6 +75,14 @@ inline constexpr std::uint64_t CommitEventsOf(std::uint64_t word) {
 // RingHeader::written_mark: (first packet not completely written) << 24 | events of that packet
 // already written. One word, so the producer reads a consistent pair.
 inline constexpr int kWrittenMarkShift = 24;
+
+// RingHeader::packet_slot entries: the sub-buffer, and whether the packet is the first one
+// written there (the rest of a first-used sub-buffer is zeros: recovery tells a torn event from an
+// older packet's bytes by it).
+inline constexpr std::uint16_t kSlotMask = 0xff;
+inline constexpr std::uint16_t kSlotFirstUse = 0x100;
+inline constexpr std::uint16_t kSlotNone = 0xffff;  // no packet opened with this entry yet
+static_assert(kSlotMask + 1 >= kMaxSubbufCount, "a slot entry holds any sub-buffer index below kMaxSubbufCount");
 
 enum class RingMode : std::uint32_t { kStream = 0, kFlight = 1 };
 
@@ -103,6 +124,12 @@ struct RingHeader {
   std::uint64_t stream_bytes;      // size of stream_<N> after the last successful write
   // Events in each sub-buffer's packet, written by the producer when it closes the packet.
   alignas(64) std::atomic<std::uint32_t> packet_events[kMaxSubbufCount];
+  // Where each packet lives, indexed like packet_events by packet_seq_num % subbuf_count: the
+  // sub-buffer | kSlotFirstUse. Written (relaxed) by the producer when it opens the packet,
+  // before the release store of `commit` (an open packet's readers) and of `produced` (a closed
+  // one's); rewritten only when packet n + subbuf_count opens, after the consumer released n.
+  // kSlotNone until then. Flight mode writes n % subbuf_count there too.
+  std::atomic<std::uint16_t> packet_slot[kMaxSubbufCount];
 };
 static_assert(sizeof(RingHeader) <= kRingHeaderSize);
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free);

@@ -754,9 +754,11 @@ void Core::WriteAllLocked(bool include_open, bool last) {
 }
 
 void Core::PrefaultBusyRings() {
-  // A ring that closed a packet belongs to a thread that writes enough to go round it: mapping
-  // all its pages now (ring_buffer.h, Prefault) moves the rest of its first-touch page faults,
-  // ~1.7 µs each, off the traced thread (docs/benchmarks.md, "Function tracing"). Rings of quiet
+  // A ring that closed a packet belongs to a thread that writes enough to fill packets: mapping
+  // the sub-buffers it uses and the next one now (ring_buffer.h, Prefault) moves its first-touch
+  // page faults, ~1.7 µs each, off the traced thread (docs/benchmarks.md, "Function tracing").
+  // A stream ring grows only as far as this consumer falls behind (ring_layout.h), so each pass
+  // maps at most what the ring grew by since the last one. Rings of quiet
   // threads stay lazily mapped: populating every ring would make each thread's whole buffer
   // resident. Nor is a ring populated once its thread has left (owner_tid 0: Detach): its one
   // packet was closed by the exit, not by going round, and no one writes there until another

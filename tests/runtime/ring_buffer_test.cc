@@ -440,24 +440,107 @@ struct FileRing {
   std::unique_ptr<Ring> ring;
 };
 
-TEST(RingStream, PrefaultMapsEveryPageOfAFileRingWithoutChangingItsContents) {
+// Prefault maps the sub-buffers the producer used and one more, never the rest of the ring, and
+// follows the ring as it grows.
+TEST(RingStream, PrefaultMapsTheSubBuffersInUseAndTheNextOneWithoutChangingTheirContents) {
   FileRing f;
   ASSERT_NE(f.ring, nullptr) << f.error;
   std::unique_ptr<Ring>& r = f.ring;
   const RingConfig& config = f.config;
   const std::size_t data_len = config.subbuf_size * config.subbuf_count;
-  const std::size_t pages = data_len / static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const std::size_t per_subbuf = config.subbuf_size / static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  char* data = r->slot_data(0);
   ThreadWriter w{};
   ASSERT_TRUE(r->OpenPacket(w, 1000, kTid, "t"));  // writes the first packet's header
   PacketHeader before{};
   std::memcpy(&before, r->packet(0), sizeof before);
-  ASSERT_LT(PresentPages(r->packet(0), data_len), pages / 2) << "the test needs a lazily mapped ring";
+  ASSERT_LT(PresentPages(data, data_len), per_subbuf) << "the test needs a lazily mapped ring";
   if (const std::string why = hushtest::PopulateWriteProblem(); !why.empty()) GTEST_SKIP() << why;
   ASSERT_TRUE(r->Prefault());
-  EXPECT_EQ(PresentPages(r->packet(0), data_len), pages);
+  EXPECT_EQ(PresentPages(data, 2 * config.subbuf_size), 2 * per_subbuf);
+  EXPECT_EQ(PresentPages(r->slot_data(2), data_len - 2 * config.subbuf_size), 0u)
+      << "sub-buffers the producer has not reached stay unmapped";
   EXPECT_EQ(std::memcmp(&before, r->packet(0), sizeof before), 0);
   EXPECT_TRUE(r->Prefault()) << "a second call answers without populating again";
-  r->ClosePacket(w, 1001);
+  // No consumer: the ring grows to three sub-buffers, and Prefault maps a fourth.
+  std::uint64_t ts = 1001;
+  for (int packet = 0; packet < 2; ++packet) {
+    r->ClosePacket(w, ts);
+    ASSERT_TRUE(r->OpenPacket(w, ++ts, kTid, "t"));
+  }
+  EXPECT_EQ(r->slots_used(), 3u);
+  ASSERT_TRUE(r->Prefault());
+  EXPECT_EQ(PresentPages(data, 4 * config.subbuf_size), 4 * per_subbuf);
+  EXPECT_EQ(PresentPages(r->slot_data(4), data_len - 4 * config.subbuf_size), 0u);
+  r->ClosePacket(w, ts + 1);
+}
+
+// A stream ring whose consumer keeps up goes back and forth between two sub-buffers, however
+// many packets go through it; one that falls behind grows, then shrinks back to the lowest free
+// ones once the consumer catches up. Every event reaches the stream in order.
+TEST(RingStream, UsesTheLowestFreeSubBuffersSoARingGrowsOnlyAsFarAsTheConsumerFallsBehind) {
+  TempDir dir("ring");
+  RingHarness h(RingMode::kStream, dir.path(), kSubbuf, 8);
+  Ring& r = h.ring();
+  std::uint64_t closed = 0;
+  const auto emit_packets = [&](std::uint64_t packets, bool consume) {
+    const std::uint64_t until = closed + packets;
+    while (closed < until) {
+      ASSERT_TRUE(h.Emit());
+      const std::uint64_t produced = r.header().produced.load();
+      if (produced != closed) {
+        closed = produced;
+        if (consume) {
+          ASSERT_EQ(h.Consume(false).error, 0);
+        }
+      }
+    }
+  };
+  emit_packets(40, true);
+  EXPECT_EQ(r.slots_used(), 2u) << "40 packets through two sub-buffers of eight";
+  emit_packets(5, false);  // the consumer falls 5 packets behind
+  EXPECT_EQ(r.slots_used(), 6u) << "5 waiting, 1 open";
+  ASSERT_EQ(h.Consume(false).error, 0);
+  std::vector<std::uint32_t> after;
+  for (int i = 0; i < 6; ++i) {
+    emit_packets(1, true);
+    after.push_back(r.SlotOf(closed));
+  }
+  // Back to the lowest: none waits when a packet opens, and FreeSlot excludes two at most.
+  for (std::uint32_t slot : after) EXPECT_LT(slot, 3u);
+  EXPECT_EQ(r.slots_used(), 6u);
+  // Each packet's sub-buffer differs from the one before it (ring_layout.h).
+  for (std::uint64_t seq = closed - 6; seq < closed; ++seq) EXPECT_NE(r.SlotOf(seq), r.SlotOf(seq + 1));
+  h.Close();
+  ASSERT_EQ(h.Consume(false).error, 0);
+  const auto packets = h.Packets();
+  EXPECT_EQ(Seqs(packets), Range(0, h.emitted()));
+  for (std::size_t i = 0; i < packets.size(); ++i) EXPECT_EQ(packets[i].h.packet_seq_num, i);
+}
+
+// Between ClosePacket's store of `produced` and the next OpenPacket, a reader can find the commit
+// word still at the end of the packet just closed, and the entry of the next packet not written
+// yet. With three sub-buffers and a consumer that keeps up, that entry names packet n's own
+// sub-buffer if FreeSlot excludes only packet n - 1's: the write-out of the open packet then
+// copies packet n's events a second time as packet n + 1's. The test holds the ring in that
+// window after every packet.
+TEST(RingStream, AStaleCommitWordOfTheClosedPacketIsNeverReadAsTheNextPacket) {
+  TempDir dir("ring");
+  RingHarness h(RingMode::kStream, dir.path(), kSubbuf, 3);
+  Ring& r = h.ring();
+  ThreadWriter& w = h.writer();
+  for (int packet = 0; packet < 12; ++packet) {
+    while (!r.HasOpenPacket() || r.Room(w) >= kEventSize) ASSERT_TRUE(h.Emit());
+    const std::uint64_t last_word = r.header().commit.offset.load();
+    r.ClosePacket(w, h.ts());
+    r.header().commit.offset.store(last_word);  // the window
+    ASSERT_EQ(h.Consume(true).error, 0);
+    r.header().commit.offset.store(hush::ring::kCommitNone);  // where ClosePacket left it
+  }
+  EXPECT_EQ(r.slots_used(), 3u);
+  h.Close();
+  ASSERT_EQ(h.Consume(false).error, 0);
+  EXPECT_EQ(Seqs(h.Packets()), Range(0, h.emitted())) << "no event written twice";
 }
 
 // A file ring reserves its blocks (zeros written with write(), which fails on a full file system
