@@ -22,8 +22,9 @@ for the first time are paid one by one: bench/host_costs.cc prices a first touch
   ring_2M_blocking     a ring 8x smaller, --blocking: what a ring that stays small while the
                        writer keeps up would touch
   ring_2M              the same without --blocking (its loss is counted from `hushtrace report`)
-With --other-build, record_small_other is record_small run by that build's CLI (and its runtime),
-in the same rounds: a before/after of the CLI's own costs.
+With --other-build, record_small_other and ring_16M_other are record_small and ring_16M run by
+that build's CLI (and its runtime), in the same rounds: a before/after of the CLI's own costs and
+of the default ring.
 Per call = (median - median untraced) / calls, with and without the fixed part
 (record_small - untraced_small).
 """
@@ -89,9 +90,11 @@ def main():
         "record_small": (rec + [prog, "5"], env),
         "cli_version": ([cli, "--version"], env),
     }
+    other_rec = None
     if args.other_build:
         other_cli = f"{os.path.abspath(args.other_build)}/tools/hushtrace/hushtrace"
-        commands["record_small_other"] = ([other_cli, "record", "--functions", "*", "-o", trace, prog, "5"], env)
+        other_rec = [other_cli, "record", "--functions", "*", "-o", trace]
+        commands["record_small_other"] = (other_rec + [prog, "5"], env)
     commands |= {
         "untraced": ([prog, n], env),
         "ring_16M": (rec + [prog, n], env),
@@ -99,6 +102,8 @@ def main():
         "ring_2M_blocking": (rec + ["--buffer-size", "2M", "--blocking", prog, n], env),
         "ring_2M": (rec + ["--buffer-size", "2M", prog, n], env),
     }
+    if other_rec:
+        commands["ring_16M_other"] = (other_rec + [prog, n], env)
     calls = calls_of(build, args.n)
     print(f"# {host_line()}")
     fs = subprocess.run(["stat", "-f", "-c", "%T", scratch], capture_output=True, text=True).stdout.strip()
@@ -124,7 +129,7 @@ def main():
           f"+ CLI {med['record_small'] - med['runtime_only_small']:.2f} "
           f"(--version over the program: {med['cli_version'] - med['untraced_small']:.2f})")
     per_call = {}
-    for name in ("ring_16M", "ring_16M_blocking", "ring_2M_blocking", "ring_2M"):
+    for name in [k for k in commands if k.startswith("ring_")]:
         whole = (med[name] - med["untraced"]) / calls * 1e6
         net = (med[name] - med["untraced"] - fixed) / calls * 1e6
         per_call[name] = {"whole_ns": whole, "without_fixed_ns": net}

@@ -40,9 +40,9 @@ char* Reserve(Owner& owner, Ring& r, internal::ThreadWriter& w, std::uint32_t id
       owner.WakeConsumer();
       return nullptr;
     }
-    // Half the ring waits, or its first packet just closed (the consumer then maps the next
+    // Packets pile up (Ring::ConsumerBehind), or its first packet just closed (the consumer then maps the next
     // sub-buffer ahead of this thread: Core::PrefaultBusyRings).
-    if (r.HalfFull() || r.header().produced.load(std::memory_order_relaxed) == 1) {
+    if (r.ConsumerBehind() || r.header().produced.load(std::memory_order_relaxed) == 1) {
       owner.WakeConsumer();
     }
     compact = id < kExtendedId;  // the packet begins at ts

@@ -8,6 +8,7 @@
 #ifndef HUSHTRACE_SRC_RING_RING_BUFFER_H_
 #define HUSHTRACE_SRC_RING_RING_BUFFER_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -123,13 +124,17 @@ class Ring {
     return header_->produced.load(std::memory_order_acquire) !=
            header_->written_seq.load(std::memory_order_relaxed);
   }
-  // Half the sub-buffers hold closed packets the consumer has not taken (stream mode): when a
-  // producer, or a thread leaving the ring, wakes the consumer. Relaxed: a hint, the consumer's
-  // periodic pass catches a stale answer.
-  bool HalfFull() const {
+  // Enough closed packets wait for the consumer (stream mode) that a producer, or a thread
+  // leaving the ring, wakes it: kWakeBacklog of them, or half the ring if that is fewer. Not
+  // half the ring whatever its size: the ring grows as far as the consumer falls behind
+  // (ring_layout.h), and a 16 MiB ring half filled before the first write-out is 2,048 pages
+  // touched for the first time. Relaxed: a hint, the consumer's periodic pass catches a stale
+  // answer.
+  static constexpr std::uint32_t kWakeBacklog = 2;
+  bool ConsumerBehind() const {
     const std::uint64_t backlog = header_->produced.load(std::memory_order_relaxed) -
                                   header_->consumed.load(std::memory_order_relaxed);
-    return backlog * 2 >= subbuf_count_;
+    return backlog >= std::min(kWakeBacklog, (subbuf_count_ + 1) / 2);
   }
   // Flight mode: copies to `fd` (a snapshot's own stream file) every intact packet from
   // `cursor` on, then the committed part of the open packet, numbering them from 0 in that file.

@@ -43,10 +43,10 @@ void OnThreadExit(void*) {
     // filled a packet), but it need not run now: its periodic pass (core.cc, ConsumerLoop)
     // writes the packet, and waking it at every exit made it compete with the program's
     // remaining threads for the CPUs at their busiest (issue 19: 16 threads ending together).
-    // It is woken when the ring is half full, as by a producer (ring/reserve.cc), so that
+    // It is woken when packets pile up (Ring::ConsumerBehind), as by a producer (ring/reserve.cc), so that
     // threads reusing the ring one after another, each leaving a packet, never make it discard.
     core->EnsureConsumer();
-    if (ring->HalfFull()) core->WakeConsumer();
+    if (ring->ConsumerBehind()) core->WakeConsumer();
   }
   w.end.store(nullptr, std::memory_order_relaxed);
   w.ring = nullptr;
