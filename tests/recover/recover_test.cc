@@ -25,6 +25,7 @@
 #include <hushtrace/session.h>
 
 #include "recover/recover_test_util.h"
+#include "format/packet.h"
 #include "ring/ring_layout.h"
 
 // The same tracepoint as the victim's, emitted by this process in the WriterWindows test.
@@ -691,8 +692,30 @@ TEST(WriterWindows, EveryIntermediateStateRecoversTheSameEvents) {
   struct Variant {
     const char* what;
     std::function<void(Files*)> edit;
+    bool undamaged = false;  // recovery must report no damaged packet
   };
   const auto header = [](Files* f) { return &(*f)[".ring/ring_0"]; };
+  // Packet 2 closed as ClosePacket leaves it in a stream ring: end, content size, event count,
+  // `produced`, with the commit word still at its last event (the window before OpenPacket).
+  const auto close_packet_2 = [&](Files* f) {
+    std::string& h = *header(f);
+    const std::uint32_t stream_mode = 0;
+    std::memcpy(h.data() + offsetof(RingHeader, mode), &stream_mode, 4);
+    SetU64(&h, offsetof(RingHeader, consumed), 2);
+    const std::uint64_t word = ReadU64(h, offsetof(RingHeader, commit));
+    const std::uint64_t last_ts = ReadU64(h, offsetof(RingHeader, commit) + 8);
+    const std::uint64_t subbuf = ReadU64(h, offsetof(RingHeader, subbuf_size));
+    std::uint16_t entry2 = 0;
+    std::memcpy(&entry2, h.data() + offsetof(RingHeader, packet_slot) + 2 * sizeof entry2, sizeof entry2);
+    const std::size_t start = kRingHeaderSize + (entry2 & hush::ring::kSlotMask) * subbuf;
+    const std::uint64_t end = hush::ring::CommitOffsetOf(word) - (start - kRingHeaderSize);
+    SetU64(&h, start + hush::format::field::kContentSize, end * 8);
+    SetU64(&h, start + hush::format::field::kTsEnd, last_ts);
+    const auto events = static_cast<std::uint32_t>(hush::ring::CommitEventsOf(word));
+    std::memcpy(h.data() + offsetof(RingHeader, packet_events) + 2 * sizeof events, &events, sizeof events);
+    SetU64(&h, offsetof(RingHeader, produced), 3);
+    return entry2 & hush::ring::kSlotMask;
+  };
   const std::vector<Variant> variants = {
       {"first part of packet 2 written, progress not recorded",
        [&](Files* f) {
@@ -736,6 +759,31 @@ TEST(WriterWindows, EveryIntermediateStateRecoversTheSameEvents) {
          std::memcpy(header(f)->data() + offsetof(RingHeader, mode), &stream_mode, 4);
          SetU64(header(f), offsetof(RingHeader, consumed), 1);
        }},
+      {"stream ring of format version 2 (packet n in sub-buffer n % K, no slot table)",
+       [&](Files* f) {
+         (*f)["stream_0"] = s2.substr(0, ends2[0]) + s2.substr(ends2[0], 300);
+         SetU64(header(f), kBytes, ends2[0]);
+         SetU64(header(f), kDisk, 1);
+         SetU64(header(f), kSeq, 2);
+         SetU64(header(f), kOff, 0);
+         const std::uint32_t stream_mode = 0, version2 = hush::ring::kRingVersionModuloSlots;
+         std::memcpy(header(f)->data() + offsetof(RingHeader, mode), &stream_mode, 4);
+         std::memcpy(header(f)->data() + offsetof(RingHeader, version), &version2, 4);
+         SetU64(header(f), offsetof(RingHeader, consumed), 1);
+         std::memset(header(f)->data() + offsetof(RingHeader, packet_slot), 0, sizeof(RingHeader::packet_slot));
+       }},
+      {"stream: the writer died between closing packet 2 and opening packet 3, entry 3 never written",
+       [&](Files* f) {
+         close_packet_2(f);
+         ASSERT_EQ(ReadU64(*header(f), offsetof(RingHeader, packet_slot) + 3 * 2) & 0xffff, hush::ring::kSlotNone);
+       },
+       true},
+      {"stream: the same window, entry 3 still naming an older packet's sub-buffer (ring_layout.h)",
+       [&](Files* f) {
+         const std::uint16_t other = static_cast<std::uint16_t>((close_packet_2(f) + 1) % 8);
+         std::memcpy(header(f)->data() + offsetof(RingHeader, packet_slot) + 3 * sizeof other, &other, sizeof other);
+       },
+       true},
       {"written_offset set, written_begin_ts stale", [&](Files* f) { SetU64(header(f), kBegin, 0); }},
       {"written_offset not an event boundary",
        [&](Files* f) { SetU64(header(f), kOff, ReadU64(ring, kOff) + 1); }},
@@ -753,6 +801,10 @@ TEST(WriterWindows, EveryIntermediateStateRecoversTheSameEvents) {
     v.edit(&files);
     const std::vector<std::string> got = RecoverCopy(files, "windows_variant", &out);
     if (std::getenv("RECOVER_TEST_VERBOSE")) std::printf("== %s\n%s", v.what, out.c_str());
+    if (v.undamaged) {
+      EXPECT_NE(out.find(", 0 in damaged packets"), std::string::npos) << out;
+      EXPECT_EQ(out.find("dropped"), std::string::npos) << out;
+    }
     ASSERT_EQ(got.size(), reference.size()) << out;
     const auto diff = std::mismatch(got.begin(), got.end(), reference.begin());
     EXPECT_TRUE(diff.first == got.end()) << "first difference: " << *diff.first << " instead of "
