@@ -132,6 +132,7 @@ class Ring {
   // answer.
   static constexpr std::uint32_t kWakeBacklog = 2;
   bool ConsumerBehind() const {
+    if (mode_ != RingMode::kStream) return false;  // flight: no consumer, `consumed` stays 0
     const std::uint64_t backlog = header_->produced.load(std::memory_order_relaxed) -
                                   header_->consumed.load(std::memory_order_relaxed);
     return backlog >= std::min(kWakeBacklog, (subbuf_count_ + 1) / 2);
