@@ -660,8 +660,10 @@ void Core::Detach(internal::ThreadWriter& w) {
   if (stopped_) return;
   for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
     if (slots_[i].writer == &w) {
-      slots_[i].ring->ClosePacket(w, clock::Now(use_tsc()));
+      // Ownerless first: the close publishes `produced` (release), and the consumer that sees
+      // the exit's packet closed must not take the ring for a busy one (PrefaultBusyRings).
       slots_[i].ring->header().owner_tid.store(0, std::memory_order_relaxed);
+      slots_[i].ring->ClosePacket(w, clock::Now(use_tsc()));
       slots_[i].writer = nullptr;
     }
   }
@@ -770,7 +772,9 @@ void Core::PrefaultBusyRings() {
   for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_acquire); i < n; ++i) {
     ring::Ring& r = *slots_[i].ring;
     const ring::RingHeader& h = r.header();
-    if (h.produced.load(std::memory_order_relaxed) != 0 && h.owner_tid.load(std::memory_order_relaxed) != 0) {
+    // Acquire: pairs with the release of `produced` in ClosePacket; a packet closed by a
+    // thread's exit (Detach) is seen with its ring already ownerless.
+    if (h.produced.load(std::memory_order_acquire) != 0 && h.owner_tid.load(std::memory_order_relaxed) != 0) {
       r.Prefault();
     }
   }
