@@ -591,13 +591,18 @@ WriteResult Ring::WriteNew(int fd, bool include_open) {
     // written: the only inexact case, at most one packet per write-out, and only when a
     // write-out races the producer lapping it. (written_seq itself advances only once the
     // packet is on disk: recovery relies on it.)
+    // The events of this packet written (or counted lost) with its open part before: not lost
+    // again if the rest fails.
+    const std::uint64_t mark = header_->written_mark.load(std::memory_order_relaxed);
+    const std::uint64_t done_before =
+        header_->written_offset != 0 && (mark >> kWrittenMarkShift) == seq ? mark & ((1u << kWrittenMarkShift) - 1) : 0;
     header_->written_mark.store((seq + 1) << kWrittenMarkShift, std::memory_order_relaxed);
     const std::uint32_t events =
         header_->packet_events[seq % subbuf_count_].load(std::memory_order_relaxed);
     if (len > kPacketHeaderSize) {
       if (const int err = WriteCopy(fd, len); err != 0) {
         if (result.error == 0) result.error = err;
-        write_lost_events_.fetch_add(events, std::memory_order_relaxed);
+        write_lost_events_.fetch_add(events > done_before ? events - done_before : 0, std::memory_order_relaxed);
       } else {
         ++result.packets;
         result.bytes += len;
@@ -623,14 +628,22 @@ WriteResult Ring::WriteNew(int fd, bool include_open) {
     return result;
   }
   // Validated: these events are saved even if the producer laps the packet from now on.
-  header_->written_mark.store((produced << kWrittenMarkShift) | CommitEventsOf(open.commit_word),
-                              std::memory_order_relaxed);
+  const std::uint64_t mark = header_->written_mark.load(std::memory_order_relaxed);
+  const std::uint64_t done_before = header_->written_offset != 0 && (mark >> kWrittenMarkShift) == produced
+                                        ? mark & ((1u << kWrittenMarkShift) - 1)
+                                        : 0;
+  const std::uint64_t events = CommitEventsOf(open.commit_word);
+  header_->written_mark.store((produced << kWrittenMarkShift) | events, std::memory_order_relaxed);
   if (const int err = WriteCopy(fd, len); err != 0) {
     if (result.error == 0) result.error = err;
-    return result;
+    // These events are lost, counted here once: the rest of the packet continues after them
+    // (as after a written piece), so a later write-out neither writes nor counts them again.
+    // Before, a failed last write-out (Stop on a full disk) lost them uncounted.
+    write_lost_events_.fetch_add(events > done_before ? events - done_before : 0, std::memory_order_relaxed);
+  } else {
+    ++result.packets;
+    result.bytes += len;
   }
-  ++result.packets;
-  result.bytes += len;
   // The rest of this packet restarts the reader's clock at the last event written now (or at the
   // next event, in flight while we read): never after the first event of the rest.
   header_->written_offset = open.end;

@@ -12,10 +12,14 @@
 //                                     sets RLIMIT_FSIZE to B bytes, emits the rest of 0..N-1
 //   hush_child aslimit N              limits its address space so that no ring can be mapped, emits N
 //   hush_child unwritable N1 N2       emits N1, waits for a line on stdin, emits N2 on two threads
+//   hush_child session-emit DIR N     starts a stream session of child:* into DIR (hush::Session,
+//                                     16 MiB rings), emits N on the main thread, stops it and
+//                                     prints its final counts: discarded and lost on write
 //
 // child:seq carries (thread, seq) with seq counting from 0 per thread; child:last carries how
 // many quota events were emitted before exit() was called.
 #include <hushtrace/hushtrace.h>
+#include <hushtrace/session.h>
 #include <poll.h>
 #include <sys/resource.h>
 #include <stdio.h>
@@ -25,6 +29,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -113,6 +118,26 @@ int FileSizeLimit(std::uint64_t bytes, std::uint64_t n, const std::string& first
   return 0;
 }
 
+int SessionEmit(const char* dir, std::uint64_t n) {
+  hush::SessionOptions options;
+  options.events = {"child:*"};
+  options.output_dir = dir;
+  options.buffer_size = std::size_t{16} << 20;
+  std::string error;
+  std::unique_ptr<hush::Session> session = hush::Session::Start(options, &error);
+  if (!session) {
+    std::fprintf(stderr, "child: %s\n", error.c_str());
+    return 3;
+  }
+  for (std::uint64_t i = 0; i < n; ++i) HUSH_TRACE(child, seq, std::uint32_t{0}, i);
+  session->Stop();
+  const hush::SessionStats stats = session->Stats();
+  std::printf("child: emitted %llu, discarded %llu, lost on write %llu\n", static_cast<unsigned long long>(n),
+              static_cast<unsigned long long>(stats.events_discarded),
+              static_cast<unsigned long long>(stats.events_lost_on_write));
+  return 0;
+}
+
 // Address space limited to what the process maps now plus 16 MiB, before its first event: the
 // ring (HUSHTRACE_BUFFER_SIZE above that) cannot be mapped.
 int AddressSpaceLimit(std::uint64_t n) {
@@ -161,9 +186,11 @@ int main(int argc, char** argv) {
   if (mode == "flight-wait" && argc == 4) return FlightWait(Arg(argv, 2), Arg(argv, 3));
   if (mode == "aslimit" && argc == 3) return AddressSpaceLimit(Arg(argv, 2));
   if (mode == "unwritable" && argc == 4) return Unwritable(Arg(argv, 2), Arg(argv, 3));
+  if (mode == "session-emit" && argc == 4) return SessionEmit(argv[2], Arg(argv, 3));
   if (mode == "fsize" && argc == 5) return FileSizeLimit(Arg(argv, 2), Arg(argv, 3), argv[4]);
   std::fprintf(stderr,
                "usage: hush_child emit N | threads T N | exit-thread T N | flight-wait N1 N2 |"
-               " fsize B N attached|fresh | aslimit N | unwritable N1 N2\n");
+               " fsize B N attached|fresh | aslimit N | unwritable N1 N2 |"
+               " session-emit DIR N\n");
   return 2;
 }
