@@ -83,16 +83,19 @@ void FreeShadow(void* p) {
 
 // One event of `N` u64 fields stamped `*ts`, read after the nesting guard (see emit.h: a signal
 // handler's event then never carries an older timestamp than one already committed).
+// The id is loaded inside the event, as in emit.h (EmitEvent): a stopping session's wait for the
+// events in flight then covers the load, and no id of a stopped session reaches the next one.
 template <typename Spec, int N>
 inline void EmitWords(const std::uint64_t (&v)[N], std::uint64_t* ts_out) {
+  internal::ThreadWriter& w = internal::tls_writer;
+  const std::uint32_t nesting = internal::EnterEvent(w);
   const std::uint32_t state = site_descriptor<Spec>.state.load(std::memory_order_relaxed);
   if (state == 0) {
     if (ts_out) *ts_out = internal::ReadCycleCounter();
+    internal::LeaveEvent(w, nesting);
     return;
   }
   const std::uint32_t id = state - 1;
-  internal::ThreadWriter& w = internal::tls_writer;
-  const std::uint32_t nesting = internal::EnterEvent(w);
   const std::uint64_t ts = internal::ReadCycleCounter();
   if (ts_out) *ts_out = ts;
   internal::CommitWord* commit;

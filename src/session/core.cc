@@ -429,6 +429,7 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
   // Publish the session before enabling events: a thread that sees an enabled event and takes
   // the slow path must find the session (acquire in Active() pairs with this release).
   published_ = true;
+  published_at_ = clock::Now(use_tsc());
   active_.store(this, std::memory_order_release);
   if (parsed) {
     filters_.clear();

@@ -159,6 +159,10 @@ class Core final : public ring::Owner {
   ring::Ring* Attach(internal::ThreadWriter& w, bool fresh) override;  // takes mu_
   void Detach(internal::ThreadWriter& w) override;                     // takes mu_
   std::uint64_t generation() const override { return generation_; }
+  // The clock (use_tsc(): the cycle counter) just before the session was published and its events
+  // enabled: an event whose timestamp is older began before this session and read its id from an
+  // earlier one (thread_attach.cc, ReserveRecorded).
+  std::uint64_t published_at() const { return published_at_; }
   bool forked_child() const override { return forked_child_; }
   bool use_tsc() const override { return calibration_.use_tsc; }
   void EnsureConsumer() override;
@@ -252,6 +256,7 @@ class Core final : public ring::Owner {
   bool published_ = false;
   bool quiescent_ = false;
   std::uint64_t generation_ = 0;
+  std::uint64_t published_at_ = 0;  // written before active_'s release store, read after its acquire
   bool forked_child_ = false;  // a fork child's session: writes streams, never the metadata
   std::size_t metadata_size_ = 0;  // of the file WriteMetadata wrote, padding included; 0: none yet
   // The N of ring_<N> / stream_<N> to try next (file_numbers.h); Take() is safe without mu_.

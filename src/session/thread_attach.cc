@@ -127,6 +127,13 @@ char* ReserveRecorded(ThreadWriter& w, std::uint32_t id, std::uint64_t ts, std::
       core->CountUnattached();
       return nullptr;
     }
+    // An event that began before this session was published read its id from an earlier
+    // session's state word: a thread descheduled inside an event for longer than that session's
+    // bounded wait at Stop (Core::Unpublish). Recorded here, it would carry the old session's
+    // id, which this session may give to another event (soak: a soak:seq payload read back as
+    // soak:tick). It belongs to neither trace: dropped, not counted. `ts` is the cycle counter
+    // read after the id; without it (use_tsc() false) the check cannot be made.
+    if (core->use_tsc() && ts < core->published_at()) return nullptr;
     r = session::AttachThisThread(core, w);  // counts the event if the buffer cannot be made
     if (r == nullptr) return nullptr;
     // The ring may have carried another thread's packets until just now: stamp this first event
