@@ -51,14 +51,15 @@ struct SlowEmitter {
   }
 };
 
-// `id_of()` gives the event's id; it is called inside the event (nesting raised), so that a
+// The event's id is `id`, or with `state` the site's state word less one, loaded inside the event
+// (nesting raised), so that a
 // session that disables the event and waits for the events in flight (writers.h: membarrier,
 // then each thread's nesting) either sees this thread inside its event or is seen by its id
 // load. Loaded before, the id of a stopped session could reach the next session's ring under
 // another event's name (tests/soak: a soak:seq payload read back as soak:tick).
-template <typename... Fields, typename IdOf, typename... Args, std::size_t... I>
-inline void EmitEvent(FieldList<Fields...>, std::index_sequence<I...>, IdOf id_of,
-                      const Args&... args) {
+template <typename... Fields, typename... Args, std::size_t... I>
+inline void EmitEvent(FieldList<Fields...>, std::index_sequence<I...>,
+                      const std::atomic<std::uint32_t>* state, std::uint32_t id, const Args&... args) {
   static_assert(sizeof...(Fields) == sizeof...(Args),
                 "hushtrace: HUSH_TRACE has a different number of arguments than its "
                 "HUSH_TRACEPOINT has fields");
@@ -66,10 +67,10 @@ inline void EmitEvent(FieldList<Fields...>, std::index_sequence<I...>, IdOf id_o
   const std::size_t payload = (std::size_t{0} + ... + FieldTraits<Fields>::Size(args));
   ThreadWriter& w = tls_writer;
   if (!EnterOuterEvent(w)) [[unlikely]] {
-    DropNestedEvent(id_of());
+    DropNestedEvent(state != nullptr ? state->load(std::memory_order_relaxed) - 1 : id);
     return;
   }
-  const std::uint32_t id = id_of();
+  if (state != nullptr) id = state->load(std::memory_order_relaxed) - 1;
   // After the guard: a signal handler's event either completes before this read or is refused
   // as nested, so timestamps never go backwards within a stream.
   const std::uint64_t ts = ReadCycleCounter();
@@ -87,7 +88,7 @@ inline void EmitEvent(FieldList<Fields...>, std::index_sequence<I...>, IdOf id_o
 // Entry point used by the macros, after the enabled check.
 template <typename Fields, typename... Args>
 inline void Emit(std::uint32_t id, const Args&... args) {
-  EmitEvent(Fields{}, std::index_sequence_for<Args...>{}, [id] { return id; }, args...);
+  EmitEvent(Fields{}, std::index_sequence_for<Args...>{}, nullptr, id, args...);
 }
 
 // Called when the caller saw `d` enabled. Re-reads the state so that the caller's check can be a
@@ -96,8 +97,7 @@ inline void Emit(std::uint32_t id, const Args&... args) {
 // of its own here.
 template <typename Fields, typename... Args>
 inline void EmitIfStillEnabled(const Descriptor& d, const Args&... args) {
-  EmitEvent(Fields{}, std::index_sequence_for<Args...>{},
-            [&d] { return d.state.load(std::memory_order_relaxed) - 1; }, args...);
+  EmitEvent(Fields{}, std::index_sequence_for<Args...>{}, &d.state, 0, args...);
 }
 
 }  // namespace hush::internal
