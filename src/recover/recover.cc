@@ -244,9 +244,10 @@ OpenRing OpenRingFile(int ring_dirfd, const std::string& name, const std::string
       return OpenRing::kError;
     }
   }
-  // Every closed packet's entry was written when it opened; the K - 1 newest name all but the
-  // open packet's index, which entries of older packets share.
-  for (std::uint64_t s = produced >= h.subbuf_count ? produced - h.subbuf_count + 1 : 0;
+  // Every closed packet's entry was written when it opened: the K newest cover every index
+  // (the open packet's one too, once K packets closed), so no packet recovery may look at has
+  // an entry naming no sub-buffer.
+  for (std::uint64_t s = produced >= h.subbuf_count ? produced - h.subbuf_count : 0;
        r->slot_table && s < produced; ++s) {
     if (Get(h.packet_slot[s % h.subbuf_count]) == ring::kSlotNone) {
       *error = At(path, offsetof(RingHeader, packet_slot) + (s % h.subbuf_count) * sizeof(std::uint16_t)) +
