@@ -571,7 +571,8 @@ class SmallTmpfs {
 
 TEST_P(ProcessTest, DiskFullWhileStreamingKeepsTheTraceValidAndCountsEveryLostEvent) {
   TempDir dir("proc");
-  // 8 MiB for ~13 MB of events: the stream cannot hold them whatever the ring's footprint. A
+  // 8 MiB for ~13 MB of events: the stream cannot hold them whatever the ring's footprint (a
+  // 4 MiB ring, which fits even where all its blocks are reserved at creation, qemu-user). A
   // stream ring grows only as far as its consumer falls behind (ring_layout.h), so growing after
   // the file system filled up fails too: those events are discarded (counted like a full ring's),
   // the ones whose write failed are lost on write. The child's session reports both totals, and
