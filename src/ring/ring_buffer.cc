@@ -329,7 +329,7 @@ bool Ring::OpenPacket(internal::ThreadWriter& w, std::uint64_t ts, std::uint32_t
     const std::uint64_t mark = header_->written_mark.load(std::memory_order_relaxed);
     const std::uint64_t mark_seq = mark >> kWrittenMarkShift;
     if (old >= mark_seq) {
-      const std::uint64_t saved = old == mark_seq ? mark & ((1u << kWrittenMarkShift) - 1) : 0;
+      const std::uint64_t saved = WrittenEventsOf(mark, old);
       const std::uint64_t events = header_->packet_events[n % subbuf_count_].load(std::memory_order_relaxed);
       const std::uint64_t lost = events > saved ? events - saved : 0;
       header_->overwritten.store(header_->overwritten.load(std::memory_order_relaxed) + lost,
@@ -593,9 +593,7 @@ WriteResult Ring::WriteNew(int fd, bool include_open) {
     // packet is on disk: recovery relies on it.)
     // The events of this packet written (or counted lost) with its open part before: not lost
     // again if the rest fails.
-    const std::uint64_t mark = header_->written_mark.load(std::memory_order_relaxed);
-    const std::uint64_t done_before =
-        header_->written_offset != 0 && (mark >> kWrittenMarkShift) == seq ? mark & ((1u << kWrittenMarkShift) - 1) : 0;
+    const std::uint64_t done_before = WrittenBefore(seq);
     header_->written_mark.store((seq + 1) << kWrittenMarkShift, std::memory_order_relaxed);
     const std::uint32_t events =
         header_->packet_events[seq % subbuf_count_].load(std::memory_order_relaxed);
@@ -628,10 +626,7 @@ WriteResult Ring::WriteNew(int fd, bool include_open) {
     return result;
   }
   // Validated: these events are saved even if the producer laps the packet from now on.
-  const std::uint64_t mark = header_->written_mark.load(std::memory_order_relaxed);
-  const std::uint64_t done_before = header_->written_offset != 0 && (mark >> kWrittenMarkShift) == produced
-                                        ? mark & ((1u << kWrittenMarkShift) - 1)
-                                        : 0;
+  const std::uint64_t done_before = WrittenBefore(produced);
   const std::uint64_t events = CommitEventsOf(open.commit_word);
   header_->written_mark.store((produced << kWrittenMarkShift) | events, std::memory_order_relaxed);
   if (const int err = WriteCopy(fd, len); err != 0) {

@@ -220,6 +220,13 @@ class Ring {
   bool ReadOpenCommit(std::uint64_t produced, std::size_t from, std::uint64_t* commit_word,
                       std::uint64_t* last_ts, std::size_t* end, std::uint32_t* slot);
   WriteResult WriteLossMarker(int fd, WriteResult result);
+  // Consumer: the events of packet `seq` already written (or counted lost) in an earlier part of
+  // it, which a failure of its rest must not count again.
+  std::uint64_t WrittenBefore(std::uint64_t seq) const {
+    return header_->written_offset != 0
+               ? WrittenEventsOf(header_->written_mark.load(std::memory_order_relaxed), seq)
+               : 0;
+  }
 
   std::uint32_t index_;
   std::size_t subbuf_size_;

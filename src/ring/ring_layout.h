@@ -75,6 +75,10 @@ inline constexpr std::uint64_t CommitEventsOf(std::uint64_t word) {
 // RingHeader::written_mark: (first packet not completely written) << 24 | events of that packet
 // already written. One word, so the producer reads a consistent pair.
 inline constexpr int kWrittenMarkShift = 24;
+// The events of packet `seq` a written_mark `mark` counts as written (0 if it names another packet).
+inline constexpr std::uint64_t WrittenEventsOf(std::uint64_t mark, std::uint64_t seq) {
+  return (mark >> kWrittenMarkShift) == seq ? mark & ((std::uint64_t{1} << kWrittenMarkShift) - 1) : 0;
+}
 
 // RingHeader::packet_slot entries: the sub-buffer, and whether the packet is the first one
 // written there (the rest of a first-used sub-buffer is zeros: recovery tells a torn event from an

@@ -695,12 +695,24 @@ TEST(WriterWindows, EveryIntermediateStateRecoversTheSameEvents) {
     bool undamaged = false;  // recovery must report no damaged packet
   };
   const auto header = [](Files* f) { return &(*f)[".ring/ring_0"]; };
+  const auto set_stream_mode = [&](Files* f) {
+    const std::uint32_t stream_mode = 0;
+    std::memcpy(header(f)->data() + offsetof(RingHeader, mode), &stream_mode, 4);
+  };
+  // The rest of packet 1 recorded (written_seq 2) but not written: stream_0 ends with packet 0
+  // and a torn write after it.
+  const auto packet_1_recorded_not_written = [&](Files* f) {
+    (*f)["stream_0"] = s2.substr(0, ends2[0]) + s2.substr(ends2[0], 300);
+    SetU64(header(f), kBytes, ends2[0]);
+    SetU64(header(f), kDisk, 1);
+    SetU64(header(f), kSeq, 2);
+    SetU64(header(f), kOff, 0);
+  };
   // Packet 2 closed as ClosePacket leaves it in a stream ring: end, content size, event count,
   // `produced`, with the commit word still at its last event (the window before OpenPacket).
   const auto close_packet_2 = [&](Files* f) {
+    set_stream_mode(f);
     std::string& h = *header(f);
-    const std::uint32_t stream_mode = 0;
-    std::memcpy(h.data() + offsetof(RingHeader, mode), &stream_mode, 4);
     SetU64(&h, offsetof(RingHeader, consumed), 2);
     const std::uint64_t word = ReadU64(h, offsetof(RingHeader, commit));
     const std::uint64_t last_ts = ReadU64(h, offsetof(RingHeader, commit) + 8);
@@ -740,34 +752,21 @@ TEST(WriterWindows, EveryIntermediateStateRecoversTheSameEvents) {
        }},
       {"flight: rest of packet 1 recorded but not written, packet 0 overwritten since",
        [&](Files* f) {
-         (*f)["stream_0"] = s2.substr(0, ends2[0]) + s2.substr(ends2[0], 300);
-         SetU64(header(f), kBytes, ends2[0]);
-         SetU64(header(f), kDisk, 1);
-         SetU64(header(f), kSeq, 2);
-         SetU64(header(f), kOff, 0);
+         packet_1_recorded_not_written(f);
          SetU64(header(f), kRingHeaderSize + 64, 8);  // sub-buffer 0 now holds packet 8
        }},
       {"stream: packet 1 recorded but not written, packet 0 released and reused",
        [&](Files* f) {
-         (*f)["stream_0"] = s2.substr(0, ends2[0]) + s2.substr(ends2[0], 300);
-         SetU64(header(f), kBytes, ends2[0]);
-         SetU64(header(f), kDisk, 1);
-         SetU64(header(f), kSeq, 2);
-         SetU64(header(f), kOff, 0);
+         packet_1_recorded_not_written(f);
          SetU64(header(f), kRingHeaderSize + 64, 8);
-         const std::uint32_t stream_mode = 0;
-         std::memcpy(header(f)->data() + offsetof(RingHeader, mode), &stream_mode, 4);
+         set_stream_mode(f);
          SetU64(header(f), offsetof(RingHeader, consumed), 1);
        }},
       {"stream ring of format version 2 (packet n in sub-buffer n % K, no slot table)",
        [&](Files* f) {
-         (*f)["stream_0"] = s2.substr(0, ends2[0]) + s2.substr(ends2[0], 300);
-         SetU64(header(f), kBytes, ends2[0]);
-         SetU64(header(f), kDisk, 1);
-         SetU64(header(f), kSeq, 2);
-         SetU64(header(f), kOff, 0);
-         const std::uint32_t stream_mode = 0, version2 = hush::ring::kRingVersionModuloSlots;
-         std::memcpy(header(f)->data() + offsetof(RingHeader, mode), &stream_mode, 4);
+         packet_1_recorded_not_written(f);
+         set_stream_mode(f);
+         const std::uint32_t version2 = hush::ring::kRingVersionModuloSlots;
          std::memcpy(header(f)->data() + offsetof(RingHeader, version), &version2, 4);
          SetU64(header(f), offsetof(RingHeader, consumed), 1);
          std::memset(header(f)->data() + offsetof(RingHeader, packet_slot), 0, sizeof(RingHeader::packet_slot));
