@@ -5,32 +5,88 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 
 namespace hush::base {
 namespace {
 
 int Membarrier(int cmd) { return static_cast<int>(::syscall(SYS_membarrier, cmd, 0, 0)); }
 
-// 0: not tried yet, 1: registered, -1: unavailable. Registration is per process, inherited by
-// fork children; registering twice is harmless, so racing first callers need no lock.
-std::atomic<int> g_state{0};
+// -1: not tried yet, else an Expedited. Racing first callers may both register, which is harmless.
+constexpr int kUntried = -1;
+std::atomic<int> g_state{kUntried};
+std::atomic<int> g_sync_core_errno{0};
+std::atomic<bool> g_refuse_sync_core{false};  // tests
+
+int RegisterSyncCoreCommand() {
+  if (g_refuse_sync_core.load(std::memory_order_relaxed)) {
+    errno = EINVAL;  // what a kernel without SYNC_CORE answers
+    return -1;
+  }
+  return Membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE);
+}
+
+Expedited Register() {
+  const int cmds = Membarrier(MEMBARRIER_CMD_QUERY);
+  if (cmds <= 0) {
+    g_sync_core_errno.store(cmds < 0 ? errno : EINVAL, std::memory_order_relaxed);
+    return Expedited::kUnavailable;
+  }
+  if ((cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE) != 0 && RegisterSyncCoreCommand() == 0) {
+    return Expedited::kSyncCore;
+  }
+  g_sync_core_errno.store((cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE) != 0 ? errno : EINVAL,
+                          std::memory_order_relaxed);
+  if ((cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0 &&
+      Membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0) {
+    return Expedited::kPlain;
+  }
+  return Expedited::kUnavailable;
+}
 
 }  // namespace
 
-bool PrivateExpeditedAvailable() {
-  int state = g_state.load(std::memory_order_relaxed);
-  if (state == 0) {
-    const int cmds = Membarrier(MEMBARRIER_CMD_QUERY);
-    const bool ok = cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0 &&
-                    Membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
-    state = ok ? 1 : -1;
-    g_state.store(state, std::memory_order_relaxed);
+Expedited RegisterExpedited(int* sync_core_errno) {
+  int state = g_state.load(std::memory_order_acquire);
+  if (state == kUntried) {
+    state = static_cast<int>(Register());
+    g_state.store(state, std::memory_order_release);
   }
-  return state == 1;
+  const auto e = static_cast<Expedited>(state);
+  if (sync_core_errno != nullptr) {
+    *sync_core_errno = e == Expedited::kSyncCore ? 0 : g_sync_core_errno.load(std::memory_order_relaxed);
+  }
+  return e;
 }
 
+bool PrivateExpeditedAvailable() { return RegisterExpedited() != Expedited::kUnavailable; }
+
 bool PrivateExpeditedBarrier() {
-  return PrivateExpeditedAvailable() && Membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0;
+  switch (RegisterExpedited()) {
+    case Expedited::kSyncCore:
+      return SyncCoreBarrier();
+    case Expedited::kPlain:
+      return Membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0;
+    case Expedited::kUnavailable:
+      break;
+  }
+  return false;
+}
+
+bool SyncCoreBarrier() {
+  if (RegisterExpedited() != Expedited::kSyncCore) {
+    errno = EINVAL;
+    return false;
+  }
+  if (Membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE) == 0) return true;
+  // EPERM: not registered (a process that is not the registrant or its fork). Register, retry once.
+  return errno == EPERM && RegisterSyncCoreCommand() == 0 &&
+         Membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE) == 0;
+}
+
+void RefuseSyncCoreForTesting() {
+  g_refuse_sync_core.store(true, std::memory_order_relaxed);
+  g_state.store(kUntried, std::memory_order_release);
 }
 
 }  // namespace hush::base

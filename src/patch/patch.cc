@@ -29,9 +29,7 @@
 #include "patch/patch.h"
 
 #include <fcntl.h>
-#include <linux/membarrier.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -45,6 +43,7 @@
 #include <vector>
 
 #include "base/errno_message.h"
+#include "base/membarrier.h"
 #include "base/unique_fd.h"
 #include "patch/arch/arch.h"
 #include "patch/trap.h"
@@ -90,36 +89,23 @@ void Fail(const std::string& why) {
   }
 }
 
-long Membarrier(int cmd) { return ::syscall(SYS_membarrier, cmd, 0, 0); }
-
-// The membarrier command of Sync() and its registration: SYNC_CORE, or on an architecture whose
-// return from an interrupt is itself context-synchronizing (arch.h) the plain expedited command
-// when SYNC_CORE is missing (a kernel without CONFIG_ARCH_HAS_MEMBARRIER_SYNC_CORE, an emulator).
-int g_sync_cmd = MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE;
-int g_sync_register_cmd = MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE;
+// The barrier of Sync(): SYNC_CORE, or on an architecture whose return from an interrupt is itself
+// context-synchronizing (arch.h) the plain expedited one when the kernel has no SYNC_CORE (a
+// kernel without CONFIG_ARCH_HAS_MEMBARRIER_SYNC_CORE, an emulator). The registration is the
+// process's one (base/membarrier.h), shared with the grace periods.
+bool g_sync_plain = false;                      // patch mutex
 std::atomic<bool> g_sync_core_missing{false};  // statistics and tests (relaxed)
-bool g_refuse_sync_core_for_testing = false;   // patch mutex
 
-int RegisterSyncCore() {
-  if (g_refuse_sync_core_for_testing) {
-    errno = EINVAL;  // what a kernel without SYNC_CORE answers
-    return -1;
-  }
-  return static_cast<int>(Membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE));
-}
-
-// Registration is per process and inherited by fork() children; it is never done at start-up.
 bool EnsureSyncCore(std::string* why) {
   if (g_sync_registered) return true;
-  if (RegisterSyncCore() != 0) {
-    const int err = errno;
-    if (!arch::ExpeditedMembarrierSynchronizes() ||
-        Membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) != 0) {
+  int err = 0;
+  const base::Expedited e = base::RegisterExpedited(&err);
+  if (e != base::Expedited::kSyncCore) {
+    if (e != base::Expedited::kPlain || !arch::ExpeditedMembarrierSynchronizes()) {
       *why = base::ErrnoMessage("membarrier SYNC_CORE registration", err);
       return false;
     }
-    g_sync_cmd = MEMBARRIER_CMD_PRIVATE_EXPEDITED;
-    g_sync_register_cmd = MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED;
+    g_sync_plain = true;
     if (!g_sync_core_missing.exchange(true, std::memory_order_relaxed)) {
       std::fprintf(stderr,
                    "hushtrace: membarrier SYNC_CORE unavailable (%s); patching with "
@@ -133,11 +119,7 @@ bool EnsureSyncCore(std::string* why) {
 }
 
 void Sync() {
-  if (Membarrier(g_sync_cmd) == 0) return;
-  // EPERM: not registered (a process that was not the registrant's fork). Register, retry once.
-  if (errno == EPERM && Membarrier(g_sync_register_cmd) == 0 && Membarrier(g_sync_cmd) == 0) {
-    return;
-  }
+  if (g_sync_plain ? base::PrivateExpeditedBarrier() : base::SyncCoreBarrier()) return;
   Fail(base::ErrnoMessage("membarrier SYNC_CORE", errno));
 }
 
@@ -461,7 +443,7 @@ void Prepare() {
 
 void RefuseSyncCoreForTesting() {
   std::lock_guard<std::mutex> lock(g_mu);
-  g_refuse_sync_core_for_testing = true;
+  base::RefuseSyncCoreForTesting();
   g_sync_registered = false;
 }
 

@@ -61,9 +61,10 @@ bool WriteCodeInChild(std::span<const CodeSite> sites);
 // work lists. On 10,000 entries, ~0.8 ms of a first batch (docs/benchmarks.md).
 void PrepareCode(std::span<const CodeSite> sites);
 
-// Does the once-per-process set-up of the first batch now (the membarrier SYNC_CORE registration,
-// which waits for an RCU grace period in the kernel: ~15 ms on a loaded 2-vCPU VM), so that a
-// later SetSites() does not pay it. The live-control thread calls it when it starts.
+// Does the once-per-process set-up of the first batch now (the process's membarrier registration,
+// base/membarrier.h, which in a process of several threads waits for an RCU grace period in the
+// kernel: ~15 ms on a 2-vCPU VM), so that a later SetSites() does not pay it. The live-control
+// thread calls it when it starts.
 void Prepare();
 // Tests: makes the next batch register for membarrier again as if the kernel had no SYNC_CORE
 // (EINVAL): an architecture where the plain expedited command synchronizes (aarch64) patches with

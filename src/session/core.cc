@@ -320,11 +320,12 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
       !filter::ParseTriggers(options_.snapshot_on, &trigger_specs_, error)) {
     return false;
   }
-  // Stop's grace period (writers.h) needs MEMBARRIER_CMD_PRIVATE_EXPEDITED. Registered here,
-  // before the session starts a thread: while a process has one thread the kernel registers it at
-  // once, with more it waits for an RCU grace period first (synchronize_rcu). Registered lazily at
-  // Stop, that wait was 10 ms on this VM on the exit path of every short traced program (strace
-  // of bench/startup_hush; docs/benchmarks.md, "Per exec under a session").
+  // Stop's grace period (writers.h) and the patching of sites need the process's membarrier
+  // registration (base/membarrier.h: one, for both). Registered here, before the session starts a
+  // thread: while a process has one thread the kernel registers it at once, with more it waits
+  // for an RCU grace period first (synchronize_rcu). Registered lazily at Stop, that wait was
+  // 10 ms on this VM on the exit path of every short traced program (strace of
+  // bench/startup_hush; docs/benchmarks.md, "Per exec under a session").
   base::PrivateExpeditedAvailable();
   // Parsed before anything is created: a filter that does not parse, or uses what no payload
   // holds ($tid, $thread), costs nothing.
