@@ -2,7 +2,7 @@
 """Attach as a user pays it (issue 14): the `hushtrace` CLI run as a process against a live program.
 
     bench/attach_cli.py [--build-dir build] [--runs 30] [--scratch DIR] [--target spin|paced]
-                        [--other-lib DIR] [--out FILE.json]
+                        [--other-lib DIR] [--first-attach N] [--out FILE.json]
 
 Starts `bench_control_target spin` (tests/control/control_target.cc: one thread emitting
 `ctl:clock` in a loop, one sleeping; the ring is full when `stop` writes it out) or `paced` (an
@@ -20,6 +20,9 @@ trace clock's realtime offset) minus CLOCK_REALTIME just before `hushtrace start
 The issue's figure is that latency over the median time of running any hushtrace command
 (`--version`); the stop's is the median over rounds of that round's stop minus its `--version`. With --other-lib, a second target runs against another build
 of the library (LD_LIBRARY_PATH), its commands interleaved with the first's in every round.
+With --first-attach N, N more rounds each start a fresh target and time `hushtrace start PID` as
+its first command (the ptrace bootstrap, the control thread, the membarrier registration and the
+session) to the first event, over that round's `--version`.
 Every trace is checked to hold events. Prints medians, p90 and the host.
 """
 import argparse
@@ -70,6 +73,10 @@ def main():
     ap.add_argument("--other-lib", default=None,
                     help="a directory holding another libhushtrace.so.0.1: a second target runs against it, "
                          "interleaved round by round with the first")
+    ap.add_argument("--first-attach", type=int, default=0, metavar="N",
+                    help="also N first attaches: a fresh target each time, `hushtrace start PID` "
+                         "its first command (ptrace bootstrap, control thread, membarrier "
+                         "registration, session start), timed to its first event")
     ap.add_argument("--out", default="bench/results/attach_cli.json")
     a = ap.parse_args()
     cli = os.path.abspath(os.path.join(a.build_dir, "tools/hushtrace/hushtrace"))
@@ -119,6 +126,35 @@ def main():
                 rows["stop" + sfx].append(us)
                 rows["start_to_first_event" + sfx].append((first_event_realtime_ns(trace) - t0) / 1000.0)
                 shutil.rmtree(trace)
+        # First attaches: what a user pays to trace a service that no hushtrace command has
+        # touched yet. Fresh targets, one per round and library, interleaved like the rest.
+        first = {name: [] for name, _ in libs}
+        first_version = []
+        for i in range(a.first_attach):
+            for name, lib in libs:
+                env = dict(os.environ)
+                if lib:
+                    env["LD_LIBRARY_PATH"] = lib
+                p = subprocess.Popen([target, a.target], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, env=env)
+                try:
+                    time.sleep(0.2)
+                    us, _ = timed([cli, "--version"])
+                    first_version.append(us)
+                    trace = os.path.join(scratch, f"first-{name}-{i}")
+                    t0 = time.time_ns()
+                    us, rc = timed([cli, "start", str(p.pid), "-e", "ctl:*", "-o", trace])
+                    if rc != 0:
+                        sys.exit(f"hushtrace start {p.pid} (first attach) failed ({rc})")
+                    time.sleep(0.005)
+                    _, rc = timed([cli, "stop", str(p.pid)])
+                    if rc != 0:
+                        sys.exit(f"hushtrace stop {p.pid} (first attach) failed ({rc})")
+                    first[name].append((first_event_realtime_ns(trace) - t0) / 1000.0)
+                    shutil.rmtree(trace)
+                finally:
+                    p.kill()
+                    p.wait()
     finally:
         for p in procs.values():
             p.kill()
@@ -135,6 +171,14 @@ def main():
         # by milliseconds over a run here; a difference of medians taken apart would carry it).
         over["stop" + sfx] = statistics.median(
             [s - v for s, v in zip(rows["stop" + sfx], rows["version"])])
+    if a.first_attach:
+        vmed = statistics.median(first_version)
+        for name, _ in libs:
+            sfx = "" if name == "this" else f"_{name}"
+            rows["first_attach_to_first_event" + sfx] = first[name]
+            over["first_attach_to_first_event" + sfx] = statistics.median(first[name]) - vmed
+        rows["first_attach_version"] = first_version
+        med = {k: statistics.median(v) for k, v in rows.items()}
     result = {
         "host": host, "nproc": os.cpu_count(), "filesystem": fs, "runs": a.runs, "target": a.target,
         "other_lib": a.other_lib, "load_before": load_before, "load_after": load_after,

@@ -51,7 +51,10 @@ if(hush_exported)
 endif()
 
 if(TARGET hushtrace)
-  hush_default_property(hushtrace INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
+  # No RUNPATH: the CLI links none of the project's shared libraries (it finds the runtime it
+  # preloads by path, tools/hushtrace/CMakeLists.txt). One would cost every command a failed
+  # open() per directory and needed library at start, and in the build tree CMake pads it with
+  # empty entries (the current directory) to rewrite it at install: 66 failed opens per command.
   install(TARGETS hushtrace RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}")
 endif()
 

@@ -676,6 +676,38 @@ bool ElfFile::FunctionSymbols(std::vector<Symbol>* out, std::string* error) cons
   return true;
 }
 
+bool ElfFile::FindFunction(std::string_view name, std::uint64_t* value) const {
+  for (const std::uint32_t type : {SHT_DYNSYM, SHT_SYMTAB}) {
+    for (const Section& s : sections_) {
+      const Elf64_Shdr& h = s.header;
+      if (h.sh_type != type || h.sh_link == 0 || h.sh_link >= sections_.size() ||
+          sections_[h.sh_link].header.sh_type != SHT_STRTAB) {
+        continue;
+      }
+      const Elf64_Shdr& strh = sections_[h.sh_link].header;
+      if (h.sh_size > kMaxTableBytes || strh.sh_size > kMaxTableBytes) continue;
+      std::vector<Elf64_Sym> syms(h.sh_size / sizeof(Elf64_Sym));
+      std::string strings(strh.sh_size, '\0');
+      if (!Read(h.sh_offset, syms.size() * sizeof(Elf64_Sym), syms.data()) ||
+          !Read(strh.sh_offset, strings.size(), strings.data())) {
+        continue;
+      }
+      for (const Elf64_Sym& sym : syms) {
+        if (ELF64_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_value == 0 ||
+            sym.st_name >= strings.size() || strings.size() - sym.st_name <= name.size()) {
+          continue;
+        }
+        const char* at = strings.data() + sym.st_name;
+        if (at[name.size()] == '\0' && std::string_view(at, name.size()) == name) {
+          *value = sym.st_value;
+          return true;
+        }
+      }
+    }
+  }
+  return false;
+}
+
 std::string ElfFile::SymbolName(const SymbolTable& table, const Elf64_Sym& sym) const {
   if (sym.st_name >= table.str_size) return "?";
   char buf[128] = {};

@@ -121,6 +121,11 @@ class ElfFile {
   // The function symbols of .symtab, or of .dynsym when the file is stripped, sorted by value.
   // False (and *error) when the table is unreadable.
   bool FunctionSymbols(std::vector<Symbol>* out, std::string* error) const;
+  // The link-time address of the defined function `name` (STT_FUNC, value not 0), looked up in
+  // .dynsym, then in .symtab. Each table and its strings are read whole, once (a lookup symbol by
+  // symbol made ~1,800 reads of 24 bytes of a live attach's critical path). False if absent or
+  // unreadable.
+  bool FindFunction(std::string_view name, std::uint64_t* value) const;
 
   // What the dynamic loader reads to find the libraries this module needs: the DT_NEEDED names in
   // order, and the search path of DT_RUNPATH (or, without one, DT_RPATH: `rpath` is then true)

@@ -2,6 +2,7 @@
 // malformed input (mutated and truncated images must give errors, never crashes: run under ASan).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <set>
@@ -154,6 +155,29 @@ TEST(ElfReader, SharedLibrary) {
   EXPECT_EQ(Names(m), (std::vector<std::string>{"clilib:call event (u64 n, str tag)",
                                                 "clilib:depth counter (f64 value)",
                                                 "clilib:work span (phase phase)"}));
+}
+
+// What `hushtrace start PID` looks up to call into a live process: an exported function of a
+// shared library (.dynsym) and a function of an executable (.symtab), found at the address the
+// whole symbol table gives; no prefix or suffix of a name matches it.
+TEST(ElfReader, FindFunctionAgreesWithTheSymbolTables) {
+  for (const char* path : {CLI_TP_LIB, CLI_TP_PIE}) {
+    auto f = OpenOrDie(path);
+    ASSERT_TRUE(f);
+    std::vector<ElfFile::Symbol> symbols;
+    std::string error;
+    ASSERT_TRUE(f->FunctionSymbols(&symbols, &error)) << error;
+    const std::string name = path == std::string(CLI_TP_LIB) ? "_Z10CliLibWorki" : "main";
+    const auto it = std::find_if(symbols.begin(), symbols.end(),
+                                 [&](const ElfFile::Symbol& s) { return s.name == name; });
+    ASSERT_NE(it, symbols.end()) << path;
+    std::uint64_t value = 0;
+    EXPECT_TRUE(f->FindFunction(name, &value)) << path;
+    EXPECT_EQ(value, it->value) << path;
+    EXPECT_FALSE(f->FindFunction(name.substr(0, name.size() - 1), &value)) << path;
+    EXPECT_FALSE(f->FindFunction(name + "x", &value)) << path;
+    EXPECT_FALSE(f->FindFunction("no_such_function_here", &value)) << path;
+  }
 }
 
 TEST(ElfReader, RelocatableObjectUsesSymbolRelocations) {

@@ -259,33 +259,6 @@ bool CallStopped(pid_t tid, const Registers& saved, std::uint64_t fn, int* resul
 }
 #endif  // __x86_64__
 
-// Symbol value (link-time address) of `name` in .dynsym or .symtab of `file`.
-bool FindSymbolValue(const elf::ElfFile& file, const char* name, std::uint64_t* value) {
-  const auto& sections = file.sections();
-  for (std::uint32_t type : {SHT_DYNSYM, SHT_SYMTAB}) {
-    for (const auto& s : sections) {
-      if (s.header.sh_type != type || s.header.sh_link >= sections.size()) continue;
-      const auto& strtab = sections[s.header.sh_link].header;
-      const std::uint64_t count = s.header.sh_size / sizeof(Elf64_Sym);
-      const std::size_t want = std::strlen(name) + 1;
-      std::vector<char> buf(want);
-      for (std::uint64_t i = 1; i < count && i < (1u << 22); ++i) {
-        Elf64_Sym sym;
-        if (!file.Read(s.header.sh_offset + i * sizeof sym, sizeof sym, &sym)) break;
-        if (ELF64_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_value == 0 ||
-            sym.st_name + want > strtab.sh_size ||
-            !file.Read(strtab.sh_offset + sym.st_name, want, buf.data()) ||
-            std::memcmp(buf.data(), name, want) != 0) {
-          continue;
-        }
-        *value = sym.st_value;
-        return true;
-      }
-    }
-  }
-  return false;
-}
-
 }  // namespace
 
 std::uint64_t FindBootstrap(pid_t pid, std::string* error) {
@@ -328,7 +301,7 @@ std::uint64_t FindBootstrap(pid_t pid, std::string* error) {
     std::string elf_error;
     std::unique_ptr<elf::ElfFile> file = elf::ElfFile::Open(path, &elf_error);
     std::uint64_t value = 0;
-    if (!file || !FindSymbolValue(*file, kBootstrapSymbol, &value)) continue;
+    if (!file || !file->FindFunction(kBootstrapSymbol, &value)) continue;
     std::uint64_t base = 0;
     if (file->type() == ET_DYN) {
       std::uint64_t first_vaddr = ~std::uint64_t{0};
