@@ -102,15 +102,16 @@ bool FdIsStream(pid_t pid, unsigned long fd) {
          t.rfind("/dev/tty", 0) == 0;
 }
 
-// A thread of `pid` blocked in a safe call, 0 if none now, -1 if /proc refuses (permission).
-pid_t FindBlockedThread(pid_t pid, std::string* error) {
+// The threads of `pid` blocked in a safe call now, in /proc order (the main thread first); false
+// if /proc refuses (permission), with *error set.
+bool FindBlockedThreads(pid_t pid, std::vector<pid_t>* found, std::string* error) {
+  found->clear();
   const std::string task_dir = "/proc/" + std::to_string(pid) + "/task";
   base::DirStream dir = base::DirStream::Open(task_dir.c_str());
   if (!dir) {
     *error = "cannot list the threads of process " + std::to_string(pid) + ": " + std::strerror(errno);
-    return -1;
+    return false;
   }
-  pid_t found = 0;
   while (const char* name = dir.Next()) {
     if (name[0] < '0' || name[0] > '9') continue;
     const std::string path = task_dir + "/" + name + "/syscall";
@@ -119,8 +120,7 @@ pid_t FindBlockedThread(pid_t pid, std::string* error) {
       if (errno == EACCES || errno == EPERM) {
         *error = "permission denied: cannot inspect process " + std::to_string(pid) +
                  " (only its user and root may control it)";
-        found = -1;
-        break;
+        return false;
       }
       continue;
     }
@@ -130,10 +130,9 @@ pid_t FindBlockedThread(pid_t pid, std::string* error) {
     std::fclose(f);
     const SafeCall* call = got == 2 ? FindSafe(nr) : nullptr;
     if (call == nullptr || (call->needs_fd_check && !FdIsStream(pid, arg0))) continue;
-    found = static_cast<pid_t>(std::atol(name));
-    break;
+    found->push_back(static_cast<pid_t>(std::atol(name)));
   }
-  return found;
+  return true;
 }
 
 long NowMs() {
@@ -319,10 +318,12 @@ std::uint64_t FindBootstrap(pid_t pid, std::string* error) {
 #if defined(__x86_64__)
 bool CallInProcess(pid_t pid, std::uint64_t fn, int timeout_ms, int* result, std::string* error) {
   const long deadline = NowMs() + timeout_ms;
+  std::vector<pid_t> candidates;
   do {
-    const pid_t tid = FindBlockedThread(pid, error);
-    if (tid < 0) return false;
-    if (tid > 0) {
+    if (!FindBlockedThreads(pid, &candidates, error)) return false;
+    // Each candidate in turn before waiting: a thread seen in a short sleep (a paced loop's
+    // 100 us) has often left it by the time it is stopped, while another one still waits.
+    for (const pid_t tid : candidates) {
       Registers saved;
       bool fatal = false;
       if (StopInSafeCall(tid, &saved, &fatal, error)) {
@@ -340,7 +341,7 @@ bool CallInProcess(pid_t pid, std::uint64_t fn, int timeout_ms, int* result, std
       }
       if (fatal) return false;
     }
-    ::usleep(1000);
+    ::usleep(candidates.empty() ? 1000 : 200);
   } while (NowMs() < deadline);
   *error = "no thread of process " + std::to_string(pid) +
            " was waiting in a system call where the control channel can be opened safely (sleep, "
