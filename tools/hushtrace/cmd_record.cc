@@ -184,6 +184,7 @@ constexpr std::uint64_t kFunctionRingBytes = 16 << 20;  // "16M": a function ses
 
 struct Options {
   std::vector<std::string> patterns;
+  bool patterns_implied = false;  // no -e: "*", or "func:*" with --functions
   std::string output;
   std::string mode = "stream";
   std::string buffer_size = "1M";
@@ -382,7 +383,10 @@ int ParseOptions(const CLI::App& app, const Args& a, Options* o) {
       o->function_rings = true;
     }
   }
-  if (o->patterns.empty()) o->patterns.emplace_back(o->functions.empty() ? "*" : "func:*");
+  if (o->patterns.empty()) {
+    o->patterns.emplace_back(o->functions.empty() ? "*" : "func:*");
+    o->patterns_implied = true;
+  }
   std::string limit_error;
   if (!filter::CheckPatterns(o->patterns, "event", &limit_error) ||
       !filter::CheckPatterns(o->snapshot_on, "snapshot-on", &limit_error)) {
@@ -404,12 +408,12 @@ bool SetOptionalEnvironment(const char* name, bool set, const std::string& value
 }
 
 // HUSHTRACE_FUNCTIONS & co., and LD_PRELOAD of the runtime when PROGRAM does not carry it.
-bool SetFunctionEnvironment(const Options& o, const char* program) {
+bool SetFunctionEnvironment(const Options& o, const char* program, bool has_runtime) {
   bool ok = ::setenv(hush::base::env::kFunctions, Join(o.functions).c_str(), 1) == 0;
   if (!o.depth.empty()) ok = ok && ::setenv(hush::base::env::kFunctionDepth, o.depth.c_str(), 1) == 0;
   if (!o.min_duration_ns.empty())
     ok = ok && ::setenv(hush::base::env::kMinDuration, o.min_duration_ns.c_str(), 1) == 0;
-  if (ok && !ProgramHasRuntime(program)) {
+  if (ok && !has_runtime) {
     const std::string lib = RuntimeLibrary();
     if (lib.empty()) {
       std::fprintf(stderr,
@@ -520,6 +524,15 @@ int RunRecord(int argc, char** argv) {
     }
   }
 
+  // Read once: whether PROGRAM carries the runtime decides what is preloaded.
+  const bool has_runtime = !opts.functions.empty() && ProgramHasRuntime(program);
+  // Nothing to check before the run when the only pattern is the implied "func:*" of a
+  // functions-only record with no filter and no function trigger: the runtime defines those
+  // events itself. The check reads every library PROGRAM links (~2-3 ms of each such run).
+  bool function_triggers = false;
+  for (const filter::TriggerSpec& t : opts.triggers) function_triggers = function_triggers || !t.function.empty();
+  const bool check_events = !(opts.patterns_implied && !opts.functions.empty() && !opts.has_filter &&
+                              !function_triggers);
   {
     // What can be known before PROGRAM runs is said now (program_events.h).
     std::vector<std::string> preload;  // LD_PRELOAD: separated by spaces or colons (ld.so(8))
@@ -535,9 +548,9 @@ int RunRecord(int argc, char** argv) {
         if (*c == '\0') break;
       }
     }
-    if (!opts.functions.empty() && !ProgramHasRuntime(program)) preload.push_back(RuntimeLibrary());
+    if (!opts.functions.empty() && !has_runtime) preload.push_back(RuntimeLibrary());
     ProgramEvents known;
-    if (ReadProgramEvents(program, preload, &known) &&
+    if (check_events && ReadProgramEvents(program, preload, &known) &&
         (!CheckProgramEvents(known, program, opts.patterns, opts.has_filter, opts.filter) ||
          !CheckFunctionTriggers(known, program, opts.functions, opts.triggers))) {
       return 2;
@@ -579,7 +592,7 @@ int RunRecord(int argc, char** argv) {
     return 1;
   }
 
-  if (!opts.functions.empty() && !SetFunctionEnvironment(opts, program)) {
+  if (!opts.functions.empty() && !SetFunctionEnvironment(opts, program, has_runtime)) {
     remove_if_unused();
     return 1;
   }

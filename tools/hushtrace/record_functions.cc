@@ -113,12 +113,8 @@ bool ProgramHasRuntime(const std::string& program) {
       return true;
     }
   }
-  std::vector<elf::ElfFile::Symbol> symbols;
-  if (!file->FunctionSymbols(&symbols, &error)) return false;
-  for (const elf::ElfFile::Symbol& s : symbols) {
-    if (s.name == "_ZN4hush8internal20StartFromEnvironmentEv") return true;
-  }
-  return false;
+  std::uint64_t value = 0;
+  return file->FindFunction("_ZN4hush8internal20StartFromEnvironmentEv", &value);
 }
 
 }  // namespace hush::cli
