@@ -710,15 +710,25 @@ void Core::EnsureConsumer() {
   if (stopped_ || consumer_started_.load(std::memory_order_relaxed)) return;
   // Detached: Stop() does not wait for it (see Stop) and a Core that is never freed (stopped at
   // exit, or whose grace period never ends) leaves no joinable thread behind. ~Core waits for
-  // consumer_exited_ instead. Started as a joinable thread and detached at once: it keeps the
-  // program's default stack size, which StartLibraryDetachedThread would make us choose.
-  base::StartLibraryThread("hush-consumer", [this] {
-    ConsumerLoop();
-    // Release: everything the loop did to this Core happens before ~Core's acquire. Nothing of
-    // the Core may be touched after this store: it may be freed at once.
-    consumer_exited_.store(true, std::memory_order_release);
-  }).detach();
+  // consumer_exited_ instead. Started without allocating (base/library_thread.h): the loop itself
+  // allocates nothing, so the thread never costs the process a malloc arena.
+  if (const int e = base::StartLibraryThreadNoAlloc(&consumer_start_); e != 0) {
+    // No consumer: the rings fill and their events are counted as discarded; Stop writes what
+    // they hold. Not retried on every packet: marked started and exited.
+    std::fprintf(stderr, "hushtrace: cannot start the consumer thread (%s); events past each thread's ring "
+                         "are discarded\n",
+                 std::strerror(e));
+    consumer_exited_.store(true, std::memory_order_relaxed);
+  }
   consumer_started_.store(true, std::memory_order_relaxed);
+}
+
+void Core::RunConsumer(void* core) {
+  Core* self = static_cast<Core*>(core);
+  self->ConsumerLoop();
+  // Release: everything the loop did to this Core happens before ~Core's acquire. Nothing of the
+  // Core may be touched after this store: it may be freed at once.
+  self->consumer_exited_.store(true, std::memory_order_release);
 }
 
 void Core::WriteAll(bool include_open) {

@@ -31,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/library_thread.h"
 #include "base/unique_fd.h"
 #include "clock/clock.h"
 #include "filter/filter.h"
@@ -285,6 +286,10 @@ class Core final : public ring::Owner {
   // runs; exited: its last access to this Core (release), awaited by ~Core (acquire).
   std::atomic<bool> consumer_started_{false};
   std::atomic<bool> consumer_exited_{false};
+  // The stream consumer's start (EnsureConsumer): its body runs the loop, then releases
+  // consumer_exited_; nothing of the Core is touched after that store, it may be freed at once.
+  static void RunConsumer(void* core);
+  const base::NoAllocThread consumer_start_{"hush-consumer", &Core::RunConsumer, this};
   std::mutex wake_mu_;
   std::condition_variable wake_cv_;
   bool stopping_ = false;  // guarded by wake_mu_
