@@ -1,6 +1,7 @@
 #include "base/membarrier.h"
 
 #include <linux/membarrier.h>
+#include <sys/single_threaded.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -26,21 +27,12 @@ int RegisterSyncCoreCommand() {
   return Membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE);
 }
 
+// No MEMBARRIER_CMD_QUERY first: the registration commands answer EINVAL where the kernel lacks
+// them, which is all the query would have told, for one system call less at start-up.
 Expedited Register() {
-  const int cmds = Membarrier(MEMBARRIER_CMD_QUERY);
-  if (cmds <= 0) {
-    g_sync_core_errno.store(cmds < 0 ? errno : EINVAL, std::memory_order_relaxed);
-    return Expedited::kUnavailable;
-  }
-  if ((cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE) != 0 && RegisterSyncCoreCommand() == 0) {
-    return Expedited::kSyncCore;
-  }
-  g_sync_core_errno.store((cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE) != 0 ? errno : EINVAL,
-                          std::memory_order_relaxed);
-  if ((cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0 &&
-      Membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0) {
-    return Expedited::kPlain;
-  }
+  if (RegisterSyncCoreCommand() == 0) return Expedited::kSyncCore;
+  g_sync_core_errno.store(errno, std::memory_order_relaxed);
+  if (Membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0) return Expedited::kPlain;
   return Expedited::kUnavailable;
 }
 
@@ -57,6 +49,12 @@ Expedited RegisterExpedited(int* sync_core_errno) {
     *sync_core_errno = e == Expedited::kSyncCore ? 0 : g_sync_core_errno.load(std::memory_order_relaxed);
   }
   return e;
+}
+
+void RegisterWhileSingleThreaded() {
+  // __libc_single_threaded (glibc 2.32): true until the process first creates a thread, so true
+  // here means one thread and a registration without a grace period.
+  if (__libc_single_threaded != 0) RegisterExpedited();
 }
 
 bool PrivateExpeditedAvailable() { return RegisterExpedited() != Expedited::kUnavailable; }

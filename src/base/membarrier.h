@@ -16,9 +16,17 @@
 // serializes the core as well, for no cost a teardown can measure. Only a kernel without SYNC_CORE
 // gets the plain registration.
 //
-// Registration is lazy (first use), never at start-up: a program that never traces never makes the
-// system call. It is per process, inherited by fork() children and dropped by exec(). Every
-// function is thread-safe: racing first callers may both register, which the kernel accepts.
+// So the runtime registers at start-up, in its constructor, while the process has one thread: the
+// kernel then skips the grace period (one system call, under a microsecond: docs/benchmarks.md),
+// and the first `hushtrace start PID` of a program that has since started its threads finds the
+// registration done instead of waiting ~10 ms for it. A library loaded into a process that already
+// has threads (dlopen) registers lazily, on first use, as before. What the registration costs a
+// program that never traces: on x86-64 the kernel serializes the core when a CPU goes from a
+// kernel thread (idle) back to one of the process's threads (membarrier_mm_sync_core_before_usermode:
+// an IRET to self, no exit of a VM), which a pipe ping-pong across two CPUs does not show
+// (docs/benchmarks.md, "Attach from the command line"). The registration is per process, dropped by
+// exec(); a fork() child re-registers on first use (SyncCoreBarrier). Every function is
+// thread-safe: racing first callers may both register, which the kernel accepts.
 #ifndef HUSHTRACE_SRC_BASE_MEMBARRIER_H_
 #define HUSHTRACE_SRC_BASE_MEMBARRIER_H_
 
@@ -37,6 +45,10 @@ Expedited RegisterExpedited(int* sync_core_errno = nullptr);
 // Every running thread of this process has executed a full memory barrier when it returns true; a
 // thread not running passes one at its next context switch. False if unavailable.
 bool PrivateExpeditedBarrier();
+// The start-up registration: RegisterExpedited() if the process has a single thread (glibc's
+// __libc_single_threaded), else nothing (the first use registers). The constructor's only call.
+void RegisterWhileSingleThreaded();
+
 // Whether PrivateExpeditedBarrier() can work here (registers on first call).
 bool PrivateExpeditedAvailable();
 

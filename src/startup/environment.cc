@@ -3,7 +3,8 @@
 // the names: base/env.h). The top layer of the runtime (scripts/check_layers.py): it stands on the
 // session and the live-control server, and nothing includes it.
 //
-// Cost when no session is requested: a few secure_getenv() calls (docs/benchmarks.md).
+// Cost when no session is requested: one membarrier registration and a few secure_getenv() calls
+// (docs/benchmarks.md).
 //
 // This object also defines the thread-local writer every tracepoint site references, so that a
 // static link (libhushtrace.a) always keeps it, and with it the constructor.
@@ -22,6 +23,7 @@
 #include <string>
 
 #include "base/env.h"
+#include "base/membarrier.h"
 #include "base/parse.h"
 #include "control/server.h"
 #include "hushtrace/internal/thread_writer.h"
@@ -80,6 +82,9 @@ bool ParseFunctionEnv(const char* functions, SessionOptions* options) {
 }  // namespace
 
 void StartFromEnvironment() {
+  // Before any thread exists, the membarrier registration costs no grace period; a later
+  // `hushtrace start PID` would wait one for it (base/membarrier.h).
+  base::RegisterWhileSingleThreaded();
   // Live control from the start, for systems where `hushtrace start PID` may not ptrace.
   if (const char* control = ::secure_getenv(env::kControl); control != nullptr && *control == '1') {
     if (const int e = control::Bootstrap(); e != 0) {
