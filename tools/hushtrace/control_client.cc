@@ -116,10 +116,11 @@ ControlReply SendControl(pid_t pid, const std::string& verb, const control::Fiel
   bool absent = false;
   base::UniqueFd fd = Connect(pid, uid, &absent, &reply.error);
   if (!fd && absent) {
-    const std::uint64_t fn = FindBootstrap(pid, &reply.error);
+    std::string mapping;
+    const std::uint64_t fn = FindBootstrap(pid, &reply.error, &mapping);
     if (fn == 0) return reply;
     int result = 0;
-    if (!CallInProcess(pid, fn, 2000, &result, &reply.error)) return reply;
+    if (!CallInProcess(pid, fn, mapping, 2000, &result, &reply.error)) return reply;
     if (result != 0) {
       reply.error = "process " + std::to_string(pid) + " cannot open its control socket " +
                     control::SocketPath(uid, pid) + ": " + std::strerror(-result) +

@@ -92,6 +92,16 @@ std::string ReadSmall(const std::string& path) {
 }
 
 #if defined(__x86_64__)
+// Whether /proc/PID/maps has `line` (a whole line, as FindBootstrap read it).
+bool MapsHoldLine(pid_t pid, const std::string& line) {
+  std::istringstream lines(ReadSmall("/proc/" + std::to_string(pid) + "/maps"));
+  std::string l;
+  while (std::getline(lines, l)) {
+    if (l == line) return true;
+  }
+  return false;
+}
+
 bool FdIsStream(pid_t pid, unsigned long fd) {
   char target[256];
   const std::string link = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
@@ -260,7 +270,7 @@ bool CallStopped(pid_t tid, const Registers& saved, std::uint64_t fn, int* resul
 
 }  // namespace
 
-std::uint64_t FindBootstrap(pid_t pid, std::string* error) {
+std::uint64_t FindBootstrap(pid_t pid, std::string* error, std::string* mapping) {
   const std::string maps_path = "/proc/" + std::to_string(pid) + "/maps";
   // open(), not access(): the file's mode is 0444 and the kernel refuses another user's process
   // only when it is opened (a ptrace access check).
@@ -309,6 +319,7 @@ std::uint64_t FindBootstrap(pid_t pid, std::string* error) {
       }
       base = start - (first_vaddr == ~std::uint64_t{0} ? 0 : first_vaddr);
     }
+    if (mapping != nullptr) *mapping = line;
     return base + value;
   }
   *error = "process " + std::to_string(pid) + " does not have the hushtrace runtime loaded";
@@ -316,7 +327,8 @@ std::uint64_t FindBootstrap(pid_t pid, std::string* error) {
 }
 
 #if defined(__x86_64__)
-bool CallInProcess(pid_t pid, std::uint64_t fn, int timeout_ms, int* result, std::string* error) {
+bool CallInProcess(pid_t pid, std::uint64_t fn, const std::string& mapping, int timeout_ms,
+                   int* result, std::string* error) {
   const long deadline = NowMs() + timeout_ms;
   std::vector<pid_t> candidates;
   do {
@@ -329,9 +341,10 @@ bool CallInProcess(pid_t pid, std::uint64_t fn, int timeout_ms, int* result, std
       if (StopInSafeCall(tid, &saved, &fatal, error)) {
         // The address was found before the stop: the process may have exec'd since (a child
         // between fork and exec still shows its parent's image). With this thread stopped the
-        // image can no longer change (an exec by another thread would kill it): look again.
+        // image can no longer change (an exec by another thread would kill it): look again, at
+        // the maps only when the mapping the address came from is known.
         std::string again;
-        if (FindBootstrap(pid, &again) != fn) {
+        if (!(mapping.empty() ? FindBootstrap(pid, &again) == fn : MapsHoldLine(pid, mapping))) {
           ::ptrace(PTRACE_DETACH, tid, nullptr, nullptr);
           *error = again.empty() ? "process " + std::to_string(pid) + " changed (exec) while attaching; retry"
                                  : again;
@@ -350,7 +363,7 @@ bool CallInProcess(pid_t pid, std::uint64_t fn, int timeout_ms, int* result, std
   return false;
 }
 #else
-bool CallInProcess(pid_t, std::uint64_t, int, int*, std::string* error) {
+bool CallInProcess(pid_t, std::uint64_t, const std::string&, int, int*, std::string* error) {
   *error = "attaching to a running process is implemented for x86-64 only; start the program with "
            "HUSHTRACE_CONTROL=1 instead";
   return false;

@@ -17,14 +17,19 @@ namespace hush::cli {
 
 // The run-time address of hushtrace_control_bootstrap in process `pid` (from /proc/PID/maps and
 // the ELF symbol tables of libhushtrace.so or of the executable, for a static link), or 0 with
-// *error set when the process does not have the runtime loaded.
-std::uint64_t FindBootstrap(pid_t pid, std::string* error);
+// *error set when the process does not have the runtime loaded. *mapping (if given) gets the
+// /proc/PID/maps line of the file's first mapping the address was computed from: while that line
+// is in the process's maps, the address holds (same file, device and inode, same load address).
+std::uint64_t FindBootstrap(pid_t pid, std::string* error, std::string* mapping = nullptr);
 
 // Calls the function at `fn` (no arguments, returns int) on a thread of `pid` that is blocked in
 // a system call where the C library holds no lock, waiting up to `timeout_ms` for one. Restores
 // the thread's registers and lets its system call resume. Returns false with *error on failure;
-// *result gets the function's return value.
-bool CallInProcess(pid_t pid, std::uint64_t fn, int timeout_ms, int* result, std::string* error);
+// *result gets the function's return value. `mapping` is FindBootstrap's: with the thread
+// stopped, the address is confirmed by finding that line in the maps again (an exec since would
+// have replaced it), without reading the ELF file again; empty, FindBootstrap runs again.
+bool CallInProcess(pid_t pid, std::uint64_t fn, const std::string& mapping, int timeout_ms,
+                   int* result, std::string* error);
 
 }  // namespace hush::cli
 
