@@ -17,13 +17,13 @@
 // gets the plain registration.
 //
 // So the runtime registers at start-up, in its constructor, while the process has one thread: the
-// kernel then skips the grace period (one system call, under a microsecond: docs/benchmarks.md),
+// kernel then skips the grace period (one system call: docs/benchmarks.md, "Per exec"),
 // and the first `hushtrace start PID` of a program that has since started its threads finds the
 // registration done instead of waiting ~10 ms for it. A library loaded into a process that already
 // has threads (dlopen) registers lazily, on first use, as before. What the registration costs a
 // program that never traces: on x86-64 the kernel serializes the core when a CPU goes from a
 // kernel thread (idle) back to one of the process's threads (membarrier_mm_sync_core_before_usermode:
-// an IRET to self, no exit of a VM), which a pipe ping-pong across two CPUs does not show
+// sync_core(), an IRET to itself on CPUs without SERIALIZE), which a pipe ping-pong does not show
 // (docs/benchmarks.md, "Attach from the command line"). The registration is per process, dropped by
 // exec(); a fork() child re-registers on first use (SyncCoreBarrier). Every function is
 // thread-safe: racing first callers may both register, which the kernel accepts.

@@ -341,13 +341,11 @@ bool CallInProcess(pid_t pid, std::uint64_t fn, const std::string& mapping, int 
       if (StopInSafeCall(tid, &saved, &fatal, error)) {
         // The address was found before the stop: the process may have exec'd since (a child
         // between fork and exec still shows its parent's image). With this thread stopped the
-        // image can no longer change (an exec by another thread would kill it): look again, at
-        // the maps only when the mapping the address came from is known.
-        std::string again;
-        if (!(mapping.empty() ? FindBootstrap(pid, &again) == fn : MapsHoldLine(pid, mapping))) {
+        // image can no longer change (an exec by another thread would kill it): the mapping the
+        // address came from must still be there.
+        if (!MapsHoldLine(pid, mapping)) {
           ::ptrace(PTRACE_DETACH, tid, nullptr, nullptr);
-          *error = again.empty() ? "process " + std::to_string(pid) + " changed (exec) while attaching; retry"
-                                 : again;
+          *error = "process " + std::to_string(pid) + " changed (exec) while attaching; retry";
           return false;
         }
         return CallStopped(tid, saved, fn, result, error);

@@ -27,7 +27,7 @@ std::uint64_t FindBootstrap(pid_t pid, std::string* error, std::string* mapping 
 // the thread's registers and lets its system call resume. Returns false with *error on failure;
 // *result gets the function's return value. `mapping` is FindBootstrap's: with the thread
 // stopped, the address is confirmed by finding that line in the maps again (an exec since would
-// have replaced it), without reading the ELF file again; empty, FindBootstrap runs again.
+// have replaced it), without reading the ELF file again.
 bool CallInProcess(pid_t pid, std::uint64_t fn, const std::string& mapping, int timeout_ms,
                    int* result, std::string* error);
 
