@@ -209,12 +209,12 @@ for n in $N1 $N2; do
   dir=$SCRATCH/size-hush.$n
   run "$BIN/hush_insn_driver" enabled2int "$n" "$dir" >"$RAW/size_hush_$n.json"
   read -r ev disc < <(count_events "$dir")
-  # The trace proper: metadata + stream files. The .ring/ directory (live ring buffers, kept for
-  # crash recovery) is reported apart.
-  trace_bytes=$(find "$dir" -maxdepth 1 -type f -printf '%s\n' | awk '{s+=$1} END {print s+0}')
-  # (.ring/ is removed after a clean stop: then both are 0; `|| true` keeps pipefail quiet.)
-  ring_apparent=$( (find "$dir/.ring" -type f -printf '%s\n' 2>/dev/null || true) | awk '{s+=$1} END {print s+0}')
-  ring_allocated=$( (du -sB1 "$dir/.ring" 2>/dev/null || true) | awk '{s=$1} END {print s+0}')
+  # The trace proper: metadata + stream files. The ring files (.ring_N: live ring buffers, kept
+  # for crash recovery) are reported apart.
+  trace_bytes=$(find "$dir" -maxdepth 1 -type f ! -name '.ring_*' -printf '%s\n' | awk '{s+=$1} END {print s+0}')
+  # (The rings are removed after a clean stop: then both are 0; `|| true` keeps pipefail quiet.)
+  ring_apparent=$( (find "$dir" -maxdepth 1 -type f -name '.ring_*' -printf '%s\n' 2>/dev/null || true) | awk '{s+=$1} END {print s+0}')
+  ring_allocated=$( (find "$dir" -maxdepth 1 -type f -name '.ring_*' -printf '%b\n' 2>/dev/null || true) | awk '{s+=$1*512} END {print s+0}')
   echo "hush $n $ev $disc $trace_bytes $ring_apparent $ring_allocated" >>"$RAW/sizes.txt"
   rm -rf "$dir"
   if [ "$HAVE_LTTNG" = 1 ]; then

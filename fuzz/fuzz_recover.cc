@@ -1,5 +1,5 @@
 // libFuzzer target: crash recovery (src/recover) of a directory holding a metadata file, a ring
-// file left by a dead writer, and the stream file it was writing. Input: metadata, .ring/ring_0
+// file left by a dead writer, and the stream file it was writing. Input: metadata, .ring_0
 // and stream_0, separated by "\n--8<--\n" (fuzz_util.h). Ring files come from a dead process
 // and may be anything: recovery must refuse or repair, never crash, hang or write out of bounds.
 // Invariant: a failed recovery says why.
@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
-#include <sys/stat.h>
 
 #include "fuzz_util.h"
 #include "recover/recover.h"
@@ -15,10 +14,9 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string dir = hush::fuzz::ScratchDir() + "/trace";
   hush::fuzz::ResetDir(dir);
-  ::mkdir((dir + "/.ring").c_str(), 0700);
   const auto parts = hush::fuzz::SplitParts(data, size, 3);
   hush::fuzz::WriteFile(dir + "/metadata", parts[0]);
-  if (parts.size() > 1) hush::fuzz::WriteFile(dir + "/.ring/ring_0", parts[1]);
+  if (parts.size() > 1) hush::fuzz::WriteFile(dir + "/.ring_0", parts[1]);
   if (parts.size() > 2) hush::fuzz::WriteFile(dir + "/stream_0", parts[2]);
   hush::recover::Options options;
   options.force = true;  // the pid in a fuzzed ring header may be a live process

@@ -49,8 +49,8 @@ crash() {  # NAME MODE CRASH
   local dir=$work/crash-$1
   (HUSHTRACE_EVENTS='recover:*' HUSHTRACE_OUTPUT=$dir HUSHTRACE_MODE=$2 HUSHTRACE_BUFFER_SIZE=16k \
     "$victim" 1 500 "$3") > /dev/null 2>&1 || true
-  [[ -f $dir/.ring/ring_0 ]] || { echo "make_corpus: no ring file in $dir" >&2; return; }
-  { cat "$dir/metadata"; printf '%s' "$sep"; cat "$dir/.ring/ring_0"; printf '%s' "$sep"
+  [[ -f $dir/.ring_0 ]] || { echo "make_corpus: no ring file in $dir" >&2; return; }
+  { cat "$dir/metadata"; printf '%s' "$sep"; cat "$dir/.ring_0"; printf '%s' "$sep"
     [[ -f $dir/stream_0 ]] && cat "$dir/stream_0"; } > "$out/recover/$1"
 }
 {

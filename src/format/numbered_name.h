@@ -1,4 +1,4 @@
-// Names of the numbered files of a trace directory (docs/format.md): stream_<N>, .ring/ring_<N>.
+// Names of the numbered files of a trace directory (docs/format.md): stream_<N>, .ring_<N>.
 // The one place they are spelled: writers build them with StreamName/RingName, readers parse
 // them with ParseNumberedName; N is the ring's index, shared by the pair.
 #ifndef HUSHTRACE_SRC_FORMAT_NUMBERED_NAME_H_
@@ -11,9 +11,14 @@
 namespace hush::format {
 
 inline constexpr std::string_view kStreamPrefix = "stream_";
-inline constexpr std::string_view kRingPrefix = "ring_";
+// Hidden (a leading dot): CTF readers skip it, babeltrace2 included. Traces written before the
+// rings moved out of their own directory hold them as .ring/ring_<N> (kLegacyRingDir,
+// kLegacyRingPrefix), which src/recover still reads.
+inline constexpr std::string_view kRingPrefix = ".ring_";
+inline constexpr std::string_view kLegacyRingDir = ".ring";
+inline constexpr std::string_view kLegacyRingPrefix = "ring_";
 
-// "stream_<index>" (in the trace directory) and "ring_<index>" (in its .ring/ directory).
+// "stream_<index>" and ".ring_<index>", both in the trace directory.
 inline std::string StreamName(std::uint64_t index) {
   return std::string(kStreamPrefix) + std::to_string(index);
 }

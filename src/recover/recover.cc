@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <signal.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -88,7 +89,7 @@ int WriteAllAt(int fd, const std::uint8_t* data, std::size_t len, std::uint64_t 
 // ---- the ring file --------------------------------------------------------------------------
 
 struct RingFile {
-  std::string path;  // DIR/.ring/ring_N (for messages)
+  std::string path;  // DIR/.ring_N (for messages)
   std::uint32_t index = 0;
   dev_t dev = 0;
   ino_t ino = 0;
@@ -951,13 +952,14 @@ std::string Report::CrashText() const {
          std::to_string(crash_pid) + ")";
 }
 
-// Reads DIR/.ring/crashed ("signal S tid T pid P\n"); a malformed marker is a note.
-static void ReadCrashMarker(int ring_dirfd, const std::string& dir, Report* report) {
-  Fd fd(::openat(ring_dirfd, "crashed", O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
+// Reads the crash marker `path` ("signal S tid T pid P\n", DIR/.crashed or an earlier version's
+// DIR/.ring/crashed) through `dirfd`/`name`; a malformed marker is a note.
+static void ReadCrashMarker(int dirfd, const char* name, const std::string& path, Report* report) {
+  Fd fd(::openat(dirfd, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
   if (!fd) return;
   struct stat st;
   if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-    report->notes.push_back(dir + "/.ring/crashed is not a regular file; ignored");
+    report->notes.push_back(path + " is not a regular file; ignored");
     return;
   }
   char buf[128] = {};
@@ -970,7 +972,7 @@ static void ReadCrashMarker(int ring_dirfd, const std::string& dir, Report* repo
     report->crash_tid = tid;
     report->crash_pid = pid;
   } else {
-    report->notes.push_back(dir + "/.ring/crashed is not a crash marker; ignored");
+    report->notes.push_back(path + " is not a crash marker; ignored");
   }
 }
 
@@ -985,6 +987,93 @@ std::uint64_t Report::Sum(std::uint64_t RingReport::*field) const {
   return total;
 }
 
+namespace {
+
+constexpr char kCrashMarker[] = ".crashed";       // src/session/crash_handler.h
+constexpr char kLegacyCrashMarker[] = "crashed";  // in an earlier version's .ring/
+
+// What DIR holds of a session that did not stop: its ring files, by index, each with the
+// directory it is in (DIR, or an earlier version's DIR/.ring).
+struct Leftovers {
+  struct Ring {
+    int dirfd;
+    std::string name;  // in dirfd
+    std::string shown;  // under DIR, for names and messages: ".ring_3", ".ring/ring_3"
+  };
+  std::map<std::uint32_t, Ring> rings;
+  bool crash_marker = false;
+  bool metadata_tmp = false;
+  Fd legacy_dirfd;   // DIR/.ring, when there is one
+  std::vector<std::string> ignored;  // entries of DIR/.ring that are not ring files
+};
+
+// Lists DIR (and DIR/.ring). False and *error when a directory cannot be read.
+bool FindLeftovers(int dirfd, const std::string& dir, Leftovers* out, std::string* error) {
+  {
+    base::DirStream list = base::DirStream::Of(dirfd);
+    if (!list) {
+      *error = ErrnoMessage("cannot list " + dir);
+      return false;
+    }
+    while (const char* name = list.Next()) {
+      if (name[0] != '.') continue;
+      std::uint32_t index = 0;
+      if (format::ParseNumberedName(name, format::kRingPrefix, &index)) {
+        out->rings[index] = {dirfd, name, name};
+      } else if (std::strcmp(name, kCrashMarker) == 0) {
+        out->crash_marker = true;
+      } else if (std::strcmp(name, ".metadata.tmp") == 0) {
+        out->metadata_tmp = true;
+      }
+    }
+  }
+  const std::string legacy(format::kLegacyRingDir);
+  out->legacy_dirfd.reset(::openat(dirfd, legacy.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!out->legacy_dirfd) {
+    if (errno == ENOENT) return true;
+    *error = ErrnoMessage("cannot open " + dir + "/" + legacy);
+    return false;
+  }
+  base::DirStream list = base::DirStream::Of(out->legacy_dirfd.get());
+  if (!list) {
+    *error = ErrnoMessage("cannot list " + dir + "/" + legacy);
+    return false;
+  }
+  while (const char* name = list.Next()) {
+    std::uint32_t index = 0;
+    if (std::strcmp(name, kLegacyCrashMarker) == 0) continue;  // read by Recover
+    if (format::ParseNumberedName(name, format::kLegacyRingPrefix, &index) && out->rings.count(index) == 0) {
+      out->rings[index] = {out->legacy_dirfd.get(), name, legacy + "/" + name};
+    } else {
+      out->ignored.push_back(legacy + "/" + name);
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool HasLeftovers(const std::string& dir) {
+  Fd dirfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dirfd) return false;
+  Leftovers found;
+  std::string error;
+  if (!FindLeftovers(dirfd.get(), dir, &found, &error)) return false;
+  return !found.rings.empty() || found.crash_marker || found.metadata_tmp || found.legacy_dirfd;
+}
+
+bool TraceBeingWritten(const std::string& dir) {
+  Fd dirfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dirfd) return false;
+  // Exclusive, not waiting: refused while a writer holds its shared lock. Held for no longer than
+  // the next call; a writer starting meanwhile retries its own (session/core.cc).
+  if (::flock(dirfd.get(), LOCK_EX | LOCK_NB) == 0) {
+    ::flock(dirfd.get(), LOCK_UN);
+    return false;
+  }
+  return errno == EWOULDBLOCK;
+}
+
 bool Recover(const std::string& dir, const Options& options, Report* report) {
   *report = Report{};
   report->dir = dir;
@@ -994,17 +1083,18 @@ bool Recover(const std::string& dir, const Options& options, Report* report) {
     return false;
   }
   const std::string metadata_path = dir + "/metadata";
-  Fd ring_dirfd(::openat(dirfd.get(), ".ring", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!ring_dirfd) {
-    if (errno != ENOENT) {
-      report->error = ErrnoMessage("cannot open " + dir + "/.ring");
-      return false;
-    }
+  Leftovers found;
+  if (!FindLeftovers(dirfd.get(), dir, &found, &report->error)) return false;
+  if (found.rings.empty() && !found.crash_marker && !found.legacy_dirfd) {
     if (::faccessat(dirfd.get(), "metadata", F_OK, AT_SYMLINK_NOFOLLOW) != 0) {
       report->error = metadata_path + " is missing: " + dir + " is not a hushtrace trace directory";
       return false;
     }
     report->clean = true;
+    if (found.metadata_tmp) {  // a rewrite cut short in a session that left no ring
+      report->notes.push_back("removed " + dir + "/.metadata.tmp (a metadata rewrite cut by the crash)");
+      if (!options.dry_run) ::unlinkat(dirfd.get(), ".metadata.tmp", 0);
+    }
     return true;
   }
 
@@ -1021,41 +1111,29 @@ bool Recover(const std::string& dir, const Options& options, Report* report) {
   const EventWalker walker(md.metadata);
 
   // A metadata rewrite interrupted by the crash (the rename never happened).
-  if (::faccessat(dirfd.get(), ".metadata.tmp", F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+  if (found.metadata_tmp) {
     report->notes.push_back("removed " + dir + "/.metadata.tmp (a metadata rewrite cut by the crash)");
     if (!options.dry_run) ::unlinkat(dirfd.get(), ".metadata.tmp", 0);
   }
 
-  ReadCrashMarker(ring_dirfd.get(), dir, report);
-
-  // The ring files, by index.
-  std::map<std::uint32_t, std::string> names;
-  {
-    base::DirStream list = base::DirStream::Of(ring_dirfd.get());
-    if (!list) {
-      report->error = ErrnoMessage("cannot list " + dir + "/.ring");
-      return false;
-    }
-    while (const char* name = list.Next()) {
-      std::uint32_t index = 0;
-      if (std::strcmp(name, "crashed") == 0) continue;
-      if (format::ParseNumberedName(name, format::kRingPrefix, &index)) {
-        names[index] = name;
-      } else {
-        report->notes.push_back("ignored " + dir + "/.ring/" + name + " (not a ring file)");
-      }
-    }
+  ReadCrashMarker(dirfd.get(), kCrashMarker, dir + "/" + kCrashMarker, report);
+  if (found.legacy_dirfd && !report->crash_marked) {
+    ReadCrashMarker(found.legacy_dirfd.get(), kLegacyCrashMarker,
+                    dir + "/" + std::string(format::kLegacyRingDir) + "/" + kLegacyCrashMarker, report);
+  }
+  for (const std::string& name : found.ignored) {
+    report->notes.push_back("ignored " + dir + "/" + name + " (not a ring file)");
   }
 
   std::vector<std::unique_ptr<RingFile>> files;
   std::vector<bool> usable;
-  for (const auto& [index, name] : names) {
+  for (const auto& [index, ring] : found.rings) {
     RingReport rep;
-    rep.name = name;
+    rep.name = ring.shown;
     rep.index = index;
     auto file = std::make_unique<RingFile>();
     std::string err;
-    const OpenRing st = OpenRingFile(ring_dirfd.get(), name, dir + "/.ring/" + name, index, md, file.get(), &err);
+    const OpenRing st = OpenRingFile(ring.dirfd, ring.name, dir + "/" + ring.shown, index, md, file.get(), &err);
     if (st == OpenRing::kError) {
       rep.status = RingStatus::kFailed;
       rep.error = err;
@@ -1066,7 +1144,6 @@ bool Recover(const std::string& dir, const Options& options, Report* report) {
     report->rings.push_back(std::move(rep));
     files.push_back(std::move(file));
   }
-
   // Never write behind a live writer: refuse while its process still maps a ring.
   std::map<std::uint32_t, std::vector<const RingFile*>> by_pid;
   for (std::size_t i = 0; i < files.size(); ++i) {
@@ -1107,13 +1184,19 @@ bool Recover(const std::string& dir, const Options& options, Report* report) {
 
   if (!options.keep_rings && !options.dry_run) {
     for (const RingReport& rep : report->rings) {
-      if (rep.status != RingStatus::kFailed) ::unlinkat(ring_dirfd.get(), rep.name.c_str(), 0);
+      if (rep.status == RingStatus::kFailed) continue;
+      const Leftovers::Ring& ring = found.rings.at(rep.index);
+      ::unlinkat(ring.dirfd, ring.name.c_str(), 0);
     }
-    if (ok) ::unlinkat(ring_dirfd.get(), "crashed", 0);  // reported now; kept with a failed ring
-    if (ok && ::unlinkat(dirfd.get(), ".ring", AT_REMOVEDIR) == 0) {
-      report->rings_removed = true;
+    if (ok) {  // reported now; kept with a failed ring
+      ::unlinkat(dirfd.get(), kCrashMarker, 0);
+      if (found.legacy_dirfd) ::unlinkat(found.legacy_dirfd.get(), kLegacyCrashMarker, 0);
+    }
+    const std::string legacy(format::kLegacyRingDir);
+    if (ok && found.legacy_dirfd && ::unlinkat(dirfd.get(), legacy.c_str(), AT_REMOVEDIR) != 0) {
+      report->notes.push_back(ErrnoMessage("kept " + dir + "/" + legacy));
     } else if (ok) {
-      report->notes.push_back(ErrnoMessage("kept " + dir + "/.ring"));
+      report->rings_removed = true;
     }
     ::fsync(dirfd.get());
   }

@@ -1,7 +1,8 @@
 // Crash recovery of a trace directory whose writer died without stopping its session (SIGKILL,
 // SIGSEGV, abort(), _exit()...): docs/recovery.md.
 //
-// The ring files (.ring/ring_N, src/ring/ring_layout.h) outlive the process in the page cache.
+// The ring files (DIR/.ring_N, src/ring/ring_layout.h; DIR/.ring/ring_N in traces written by
+// earlier versions, read too) outlive the process in the page cache.
 // For each of them, Recover() writes to stream_N what the consumer had not written yet, exactly
 // as Ring::WriteNew would have (closed packets, then the committed part of the open packet),
 // after cutting stream_N back to the last write the ring header recorded. No code of the dead
@@ -16,7 +17,7 @@
 namespace hush::recover {
 
 struct Options {
-  bool keep_rings = false;  // leave .ring/ in place (recovery can be run again: it is idempotent)
+  bool keep_rings = false;  // leave the ring files in place (recovery can be run again: it is idempotent)
   bool dry_run = false;     // report what would be done, change nothing
   bool force = false;       // recover even if the writer process still maps its rings
 };
@@ -29,7 +30,7 @@ enum class RingStatus {
 };
 
 struct RingReport {
-  std::string name;        // "ring_N"
+  std::string name;        // ".ring_N" (".ring/ring_N" in a trace of an earlier version)
   std::uint32_t index = 0; // N
   RingStatus status = RingStatus::kUpToDate;
   std::string error;                // kFailed: "FILE: byte OFFSET: what"
@@ -59,13 +60,13 @@ struct RingReport {
 
 struct Report {
   std::string dir;
-  bool clean = false;               // no .ring directory: the session was stopped (or recovered)
+  bool clean = false;               // no ring file, no crash marker: stopped (or recovered)
   std::vector<std::string> notes;   // trace-level notes (leftover temporary files...)
   std::vector<RingReport> rings;    // ordered by N
-  bool rings_removed = false;       // .ring/ was removed
+  bool rings_removed = false;       // the ring files (and the crash marker) were removed
   std::string error;                // fatal: nothing (more) was done
-  bool writer_running = false;      // refused: the writer process still maps the rings
-  // DIR/.ring/crashed, left by the crash handler (src/session/crash_handler.h) when the writer
+  bool writer_running = false;      // refused: a writer still runs (TraceBeingWritten, or maps the rings)
+  // DIR/.crashed, left by the crash handler (src/session/crash_handler.h) when the writer
   // died of a fatal signal while its session ran; absent after SIGKILL or _exit().
   bool crash_marked = false;
   int crash_signal = 0;
@@ -81,6 +82,16 @@ struct Report {
 // Recovers `dir`. False on failure: `report->error` is set (nothing was changed: no metadata, the
 // writer still runs, an I/O error...) or a ring could not be recovered (its RingReport::error).
 bool Recover(const std::string& dir, const Options& options, Report* report);
+
+// Whether DIR holds what a session leaves only when it did not stop: a ring file, a crash
+// marker, a metadata rewrite cut short (.metadata.tmp), or an earlier version's .ring/. One
+// listing of DIR; false if it cannot be read. A running session's trace has them too.
+bool HasLeftovers(const std::string& dir);
+
+// Whether a session may still write DIR: one of its processes holds the shared lock a session
+// takes on its trace directory for as long as it runs (docs/format.md, section 1). Processes of
+// a followed tree share it; it goes with the last of them, crash or not.
+bool TraceBeingWritten(const std::string& dir);
 
 }  // namespace hush::recover
 

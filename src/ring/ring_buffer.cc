@@ -97,14 +97,30 @@ int WriteAll(int fd, const char* data, std::size_t len) {
   return 0;
 }
 
-// Writes `len` zero bytes at the file offset of `fd` (write(), not pwrite(): a sandbox may deny
-// pwrite to keep /proc/self/mem closed, tests/keys). Returns 0 or an errno. Past RLIMIT_FSIZE
-// this raises SIGXFSZ: the caller blocks it (Core::CreateBufferFiles).
+// Writes `len` zero bytes at the file offset of `fd` (writev(), not pwrite(): a sandbox may deny
+// pwrite to keep /proc/self/mem closed, tests/keys). One system call for a ring's header and
+// first sub-buffer (132 KiB by default: nine 16 KiB writes before, ~1 us each on a VM). Returns
+// 0 or an errno. Past RLIMIT_FSIZE this raises SIGXFSZ: the caller blocks it
+// (Core::CreateBufferFiles).
 int WriteZeros(int fd, std::size_t len) {
   static constexpr char kZeros[16384] = {};
-  for (std::size_t chunk; len > 0; len -= chunk) {
-    chunk = std::min(len, sizeof kZeros);
-    if (const int e = WriteAll(fd, kZeros, chunk)) return errno = e;  // the caller prints errno
+  constexpr int kVectors = 64;  // 1 MiB a call
+  iovec iov[kVectors];
+  while (len > 0) {
+    int count = 0;
+    std::size_t batch = 0;
+    for (; count < kVectors && batch < len; ++count) {
+      const std::size_t chunk = std::min(len - batch, sizeof kZeros);
+      iov[count] = {const_cast<char*>(kZeros), chunk};  // read only: writev never writes it
+      batch += chunk;
+    }
+    const ssize_t n = ::writev(fd, iov, count);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;  // the caller prints errno
+    }
+    if (n == 0) return errno = ENOSPC;
+    len -= static_cast<std::size_t>(n);  // a short write: the rest goes in the next call
   }
   return 0;
 }
@@ -172,10 +188,10 @@ void Ring::InitHeader(const RingConfig& config) {
   for (auto& entry : h->packet_slot) entry.store(kSlotNone, std::memory_order_relaxed);
 }
 
-std::unique_ptr<Ring> Ring::Create(int ring_dirfd, std::uint32_t index, const RingConfig& config,
+std::unique_ptr<Ring> Ring::Create(int dirfd, std::uint32_t index, const RingConfig& config,
                                    std::string* error) {
   const std::string name = format::RingName(index);
-  const int fd = ::openat(ring_dirfd, name.c_str(),
+  const int fd = ::openat(dirfd, name.c_str(),
                           O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) {
     const int e = errno;
@@ -207,7 +223,7 @@ std::unique_ptr<Ring> Ring::Create(int ring_dirfd, std::uint32_t index, const Ri
                           : std::string(what) + " ring file " + name + ": " + std::strerror(e);
     if (config.budget != nullptr) config.budget->fetch_add(paid, std::memory_order_relaxed);
     file.reset();
-    ::unlinkat(ring_dirfd, name.c_str(), 0);
+    ::unlinkat(dirfd, name.c_str(), 0);
     errno = e;
     return nullptr;
   };

@@ -1,6 +1,6 @@
 // Shared-memory and on-disk layout of a ring buffer and of its packets.
 //
-// A ring is a file `.ring/ring_<N>` in the trace directory, mapped MAP_SHARED by the traced
+// A ring is a file `.ring_<N>` in the trace directory, mapped MAP_SHARED by the traced
 // process. Whatever the process committed survives its death in the page cache, so a crashed
 // trace can be recovered from the file alone (docs/format.md, section 4).
 //

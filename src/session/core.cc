@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -207,7 +208,6 @@ void Core::ReleaseParentInChild(Core* parent, bool keep_directories) {
   parent->snapshots_dirfd_.reset();
   if (keep_directories) return;  // a following child creates its own files there
   parent->dirfd_.reset();
-  parent->ring_dirfd_.reset();
 }
 
 void Core::ForgetInChild() {
@@ -247,7 +247,6 @@ void Core::OnForkChild() {
   // The descriptors are the child's own copies; the parent's Core (a copy in the child's memory,
   // never freed here) gives them up.
   child->dirfd_ = std::move(parent->dirfd_);
-  child->ring_dirfd_ = std::move(parent->ring_dirfd_);
   child->subbuf_size_ = parent->subbuf_size_;
   child->subbuf_count_ = parent->subbuf_count_;
   child->budget_ = parent->budget_;  // a budget of its own: its rings are its own memory
@@ -366,16 +365,16 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
   output_dir_ = options_.output_dir;
   dirfd_ = CreateTraceDirectory(output_dir_, &created_dir_, error);
   if (!dirfd_) return false;
-  if (::mkdirat(dirfd_.get(), ".ring", 0700) != 0 && errno != EEXIST) {
-    *error = ErrnoMessage("cannot create " + output_dir_ + "/.ring");
-    Abandon();
-    return false;
-  }
-  ring_dirfd_.reset(::openat(dirfd_.get(), ".ring", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!ring_dirfd_) {
-    *error = ErrnoMessage("cannot open " + output_dir_ + "/.ring");
-    Abandon();
-    return false;
+  // The ring files live in the trace directory itself, hidden (.ring_<N>, docs/format.md): a
+  // directory of their own cost every traced process a mkdir and an rmdir, ~0.1-0.2 ms on ext4
+  // (docs/benchmarks.md, "Per exec under a session"). What the directory's presence told a
+  // reader (a session writes here) the lock says now: shared, held through dirfd_'s open file
+  // description for as long as the session runs, by the fork children that inherit it too, and
+  // gone with the last of them, crash or not (recover::TraceBeingWritten). A reader's probe
+  // holds it exclusively for two system calls: retried for a while, then done without.
+  for (int tries = 0; tries < 100 && ::flock(dirfd_.get(), LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK; ++tries) {
+    const timespec pause = {0, 20 * 1000};
+    ::nanosleep(&pause, nullptr);
   }
   // Fork children take their file numbers from the same counter (file_numbers.h). Without the
   // shared page they still find free numbers, one O_EXCL attempt per number taken before them.
@@ -454,7 +453,7 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
     Abandon();
     return false;
   }
-  crash::Arm(ring_dirfd_.get());  // a fatal signal marks .ring (crash_handler.h)
+  crash::Arm(dirfd_.get());  // a fatal signal leaves DIR/.crashed (crash_handler.h)
   base::InstallForkGate([] { Core::OnForkChild(); });  // the gate is reset before OnForkChild runs
   if (options_.mode == Mode::kFlight) {
     static std::once_flag signal_once;
@@ -476,20 +475,18 @@ namespace {
 
 // Removes the files of buffer N that never became part of a trace: a failed Start's (Abandon) and
 // one whose session stopped while they were being created (Attach).
-void RemoveBufferFiles(int dirfd, int ring_dirfd, std::uint32_t n) {
+void RemoveBufferFiles(int dirfd, std::uint32_t n) {
   ::unlinkat(dirfd, format::StreamName(n).c_str(), 0);
-  ::unlinkat(ring_dirfd, format::RingName(n).c_str(), 0);
+  ::unlinkat(dirfd, format::RingName(n).c_str(), 0);
 }
 
 }  // namespace
 
 void Core::Abandon() {
   for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
-    RemoveBufferFiles(dirfd_.get(), ring_dirfd_.get(), slots_[i].ring->index());
+    RemoveBufferFiles(dirfd_.get(), slots_[i].ring->index());
   }
-  ring_dirfd_.reset();
   if (dirfd_) {
-    ::unlinkat(dirfd_.get(), ".ring", AT_REMOVEDIR);  // fails, as it should, if not empty
     ::unlinkat(dirfd_.get(), "metadata", 0);
     ::unlinkat(dirfd_.get(), ".metadata.tmp", 0);
   }
@@ -529,6 +526,17 @@ bool Core::WriteMetadata(std::string* error) {
   const std::size_t unpadded = text.size();
   text.resize(padded, ' ');
   text.back() = '\n';
+  // The first write creates the file under its own name: the directory was empty or new, and
+  // the session's lock (taken by Start before this) tells a reader the trace is being written.
+  // A temporary file and a rename cost every traced exec two more directory updates.
+  if (metadata_size_ == 0) {
+    const base::UniqueFd fd(::openat(dirfd_.get(), "metadata", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (fd && ::write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size())) {
+      metadata_size_ = padded;
+      return true;
+    }
+    if (fd) ::unlinkat(dirfd_.get(), "metadata", 0);  // short write: the rename path below says why
+  }
   if (WriteFileAt(dirfd_.get(), "metadata", text, error)) {
     metadata_size_ = padded;
     return true;
@@ -597,10 +605,9 @@ ring::Ring* Core::Attach(internal::ThreadWriter& w, bool fresh) {
   // closes them, and the creator installs nothing once the session is stopped.
   ++creating_;
   const int dirfd = dirfd_.get();
-  const int ring_dirfd = ring_dirfd_.get();
   lock.unlock();
   std::string error;
-  std::unique_ptr<ring::Ring> r = CreateBufferFiles(dirfd, ring_dirfd, config, &error);
+  std::unique_ptr<ring::Ring> r = CreateBufferFiles(dirfd, config, &error);
   if (!r && errno == ENOBUFS) {
     error += " (" + std::to_string(budget_ >> 20) + " MiB; --buffer-budget, HUSHTRACE_BUFFER_BUDGET)";
   }
@@ -615,7 +622,7 @@ ring::Ring* Core::Attach(internal::ThreadWriter& w, bool fresh) {
     return nullptr;
   }
   if (stopped_) {  // stopped meanwhile: the files were never part of the trace
-    RemoveBufferFiles(dirfd, ring_dirfd, r->index());
+    RemoveBufferFiles(dirfd, r->index());
     return nullptr;
   }
   const std::uint32_t index = ring_count_.load(std::memory_order_relaxed);
@@ -628,7 +635,7 @@ ring::Ring* Core::Attach(internal::ThreadWriter& w, bool fresh) {
   return slot.ring.get();
 }
 
-std::unique_ptr<ring::Ring> Core::CreateBufferFiles(int dirfd, int ring_dirfd, const ring::RingConfig& config,
+std::unique_ptr<ring::Ring> Core::CreateBufferFiles(int dirfd, const ring::RingConfig& config,
                                                      std::string* error) {
   // File number N of ring_<N> / stream_<N>: from the counter of the process tree
   // (file_numbers.h); O_EXCL on both files makes N ours, and a number found taken is skipped.
@@ -636,7 +643,7 @@ std::unique_ptr<ring::Ring> Core::CreateBufferFiles(int dirfd, int ring_dirfd, c
   for (std::uint32_t tries = 0; tries < 1024; ++tries) {
     const std::uint32_t n = file_numbers_.Take();
     error->clear();
-    std::unique_ptr<ring::Ring> r = ring::Ring::Create(ring_dirfd, n, config, error);
+    std::unique_ptr<ring::Ring> r = ring::Ring::Create(dirfd, n, config, error);
     if (!r) {
       if (errno == EEXIST) continue;  // Create fails right after its O_EXCL open
       return nullptr;
@@ -646,7 +653,7 @@ std::unique_ptr<ring::Ring> Core::CreateBufferFiles(int dirfd, int ring_dirfd, c
     const base::UniqueFd fd(::openat(dirfd, stream.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (fd) return r;
     const int e = errno;
-    ::unlinkat(ring_dirfd, format::RingName(n).c_str(), 0);
+    ::unlinkat(dirfd, format::RingName(n).c_str(), 0);
     if (e != EEXIST) {
       errno = e;
       *error = ErrnoMessage("cannot create " + stream);
@@ -967,11 +974,8 @@ void Core::Stop() {
   // mappings stay valid after the unlink until the Core is freed (see "Lifetime" in core.h),
   // which gives their space back.
   for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
-    ::unlinkat(ring_dirfd_.get(), format::RingName(slots_[i].ring->index()).c_str(), 0);
+    ::unlinkat(dirfd_.get(), format::RingName(slots_[i].ring->index()).c_str(), 0);
   }
-  // Processes following this one (fork children) may still create rings in .ring: it stays.
-  if (!options_.follow_children) ::unlinkat(dirfd_.get(), ".ring", AT_REMOVEDIR);
-  ring_dirfd_.reset();
   dirfd_.reset();
 }
 

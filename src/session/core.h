@@ -207,7 +207,7 @@ class Core final : public ring::Owner {
   // drops root, a fork child that calls setuid) stops tracing. Attach refuses new rings at once;
   // the stream consumer's next pass (at most 50 ms) or Stop disables every event and stops the
   // session without writing: the new user may not write the trace, and what the rings hold stays
-  // in .ring/ for `hushtrace recover` (record runs it). Flight mode has no periodic pass: threads
+  // in the ring files for `hushtrace recover` (record runs it). Flight mode has no periodic pass: threads
   // with a ring keep it until Stop.
   bool UserMayTrace() const;
   void StopForCredentials();
@@ -228,9 +228,9 @@ class Core final : public ring::Owner {
   void TakePendingTriggers();                    // snapshot thread
   void StartSched();  // --sched; a refusal is reported once and the rest recorded
   bool WriteMetadata(std::string* error);
-  // Creates .ring/ring_<N> and an empty stream_<N> (closed again) for a new buffer, N from
+  // Creates .ring_<N> and an empty stream_<N> (closed again) for a new buffer, N from
   // file_numbers_; runs without mu_ (Attach). Null and *error on failure.
-  std::unique_ptr<ring::Ring> CreateBufferFiles(int dirfd, int ring_dirfd, const ring::RingConfig& config,
+  std::unique_ptr<ring::Ring> CreateBufferFiles(int dirfd, const ring::RingConfig& config,
                                                 std::string* error);
   void WriteAll(bool include_open);
   // write_mu_ held. `last`: Stop's final write-out; a stream that cannot be opened then has its
@@ -241,7 +241,7 @@ class Core final : public ring::Owner {
   // events in flight. mu_ must be held on entry; it is released and taken again.
   void Unpublish(std::unique_lock<std::mutex>& lock);
   // Removes what a failed Start() created in the trace directory (mu_ held, nothing published
-  // or already unpublished): ring and stream files, .ring, the metadata, the directory itself
+  // or already unpublished): ring and stream files, the metadata, the directory itself
   // if Start() made it.
   void Abandon();
   static std::atomic<Core*> active_;
@@ -252,7 +252,6 @@ class Core final : public ring::Owner {
   SessionOptions options_;
   std::string output_dir_;
   base::UniqueFd dirfd_;
-  base::UniqueFd ring_dirfd_;
   bool created_dir_ = false;  // Start() made output_dir_ (Abandon() removes it)
   bool published_ = false;
   bool quiescent_ = false;

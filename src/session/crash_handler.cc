@@ -18,9 +18,9 @@ namespace {
 constexpr int kSignals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE};
 constexpr std::size_t kCount = sizeof kSignals / sizeof kSignals[0];
 
-// The .ring directory of the running session, -1 when none. Release in Arm() pairs with the
+// The trace directory of the running session, -1 when none. Release in Arm() pairs with the
 // acquire in the handler: a handler that sees the descriptor sees it open.
-std::atomic<int> g_ring_dirfd{-1};
+std::atomic<int> g_dirfd{-1};
 // Set by the first handler that writes the marker: one marker, even if several threads fault.
 std::atomic<bool> g_marked{false};
 // The program's actions found by Arm(), chained to by the handler. Written only while our
@@ -53,7 +53,7 @@ char* AppendText(char* out, const char* text) {
 }
 
 void WriteMarker(int sig) {
-  const int dirfd = g_ring_dirfd.load(std::memory_order_acquire);
+  const int dirfd = g_dirfd.load(std::memory_order_acquire);
   if (dirfd < 0 || g_marked.exchange(true, std::memory_order_relaxed)) return;
   char line[96];
   char* p = AppendText(line, "signal ");
@@ -123,9 +123,9 @@ bool IsOurs(const struct sigaction& a) {
 
 }  // namespace
 
-void Arm(int ring_dirfd) {
+void Arm(int dirfd) {
   g_marked.store(false, std::memory_order_relaxed);
-  g_ring_dirfd.store(ring_dirfd, std::memory_order_release);
+  g_dirfd.store(dirfd, std::memory_order_release);
   if (g_installed) return;
   struct sigaction ours = {};
   ours.sa_sigaction = OnFatalSignal;
@@ -142,7 +142,7 @@ void Arm(int ring_dirfd) {
 }
 
 void Disarm() {
-  g_ring_dirfd.store(-1, std::memory_order_release);
+  g_dirfd.store(-1, std::memory_order_release);
   if (!g_installed) return;
   for (std::size_t i = 0; i < kCount; ++i) {
     struct sigaction current;

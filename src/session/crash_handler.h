@@ -1,5 +1,5 @@
 // Crash marker: while a session runs, a fatal signal (SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE)
-// leaves the file DIR/.ring/crashed, then goes on to the program's own handler or to the default
+// leaves the file DIR/.crashed, then goes on to the program's own handler or to the default
 // action exactly as if hushtrace were not there.
 //
 // Recovery never depends on the marker (SIGKILL runs no handler; a program may replace the
@@ -27,11 +27,11 @@
 
 namespace hush::session::crash {
 
-inline constexpr char kMarkerName[] = "crashed";  // in DIR/.ring
+inline constexpr char kMarkerName[] = ".crashed";  // in DIR, beside the ring files
 
-// From now on a fatal signal writes the marker in `ring_dirfd` (the session's .ring directory;
+// From now on a fatal signal writes the marker in `dirfd` (the session's trace directory;
 // the descriptor must stay open until Disarm()).
-void Arm(int ring_dirfd);
+void Arm(int dirfd);
 // No marker is written any more; the program's previous actions are restored where ours is
 // still installed.
 void Disarm();

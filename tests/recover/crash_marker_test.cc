@@ -1,5 +1,5 @@
 // The crash marker (src/session/crash_handler.h): a program dying of SIGSEGV or SIGABRT while a
-// session runs leaves DIR/.ring/crashed, its own handler is still called, it still dies of the
+// session runs leaves DIR/.crashed, its own handler is still called, it still dies of the
 // same signal, and `hushtrace recover` / reading commands say which signal and thread.
 #include <signal.h>
 
@@ -53,7 +53,7 @@ TEST_P(CrashMarker, OwnHandlerRunsDeathIsTheProgramsAndTheMarkerIsReported) {
 
   const std::string tid = LineValue(r.out, "crash tid ");
   ASSERT_FALSE(tid.empty()) << r.Describe();
-  const std::string marker = rectest::ReadFile(dir + "/.ring/crashed");
+  const std::string marker = rectest::ReadFile(dir + "/.crashed");
   EXPECT_EQ(marker.rfind("signal " + std::to_string(sig) + " tid " + tid + " pid ", 0), 0u) << marker;
 
   // `hushtrace dump` on a copy: the reading command recovers and reports the crash on stderr.
@@ -63,12 +63,14 @@ TEST_P(CrashMarker, OwnHandlerRunsDeathIsTheProgramsAndTheMarkerIsReported) {
   EXPECT_TRUE(dump.exited && dump.code == 0) << dump.Describe();
   const std::string said = std::string("the program died of ") + sig_name + " in thread " + tid;
   EXPECT_NE(dump.err.find(said), std::string::npos) << dump.Describe();
-  EXPECT_FALSE(rectest::Exists(copy + "/.ring")) << "recovered copy keeps .ring";
+  EXPECT_TRUE(rectest::RingFiles(copy).empty()) << "the recovered copy keeps its rings";
+  EXPECT_FALSE(rectest::Exists(copy + "/.crashed")) << "the recovered copy keeps its marker";
 
   const Result rec = rectest::Recover(dir);
   EXPECT_TRUE(rec.exited && rec.code == 0) << rec.Describe();
   EXPECT_NE(rec.out.find(said), std::string::npos) << rec.Describe();
-  EXPECT_FALSE(rectest::Exists(dir + "/.ring")) << "the marker kept .ring";
+  EXPECT_TRUE(rectest::RingFiles(dir).empty()) << "the rings were kept";
+  EXPECT_FALSE(rectest::Exists(dir + "/.crashed")) << "the marker was kept";
 
   if (rectest::HaveBabeltrace()) {
     const rectest::BtResult bt = rectest::ReadWithBabeltrace(dir);
@@ -101,7 +103,8 @@ TEST(CrashMarkerStop, StopRestoresTheProgramsActionAndACrashAfterItIsNotMarked) 
     EXPECT_EQ(LineValue(r.out, "at start: "), expected) << r.Describe();
     EXPECT_EQ(LineValue(r.out, "in session: "), "other") << r.Describe();
     EXPECT_EQ(LineValue(r.out, "after stop: "), expected) << r.Describe();
-    EXPECT_FALSE(rectest::Exists(dir + "/.ring")) << dir;
+    EXPECT_TRUE(rectest::RingFiles(dir).empty()) << dir;
+    EXPECT_FALSE(rectest::Exists(dir + "/.crashed")) << dir;
     const Result rec = rectest::Recover(dir);
     EXPECT_TRUE(rec.exited && rec.code == 0) << rec.Describe();
     EXPECT_EQ(rec.out.find("died of"), std::string::npos) << rec.Describe();
@@ -116,7 +119,7 @@ TEST(CrashMarkerStop, SigkillLeavesNoMarker) {
   const std::string dir = rectest::NewTraceDir("marker_kill");
   const Result r = rectest::RunVictim(spec, dir);
   EXPECT_EQ(r.signal, SIGKILL) << r.Describe();
-  EXPECT_FALSE(rectest::Exists(dir + "/.ring/crashed"));
+  EXPECT_FALSE(rectest::Exists(dir + "/.crashed"));
   const Result rec = rectest::Recover(dir);
   EXPECT_TRUE(rec.exited && rec.code == 0) << rec.Describe();
   EXPECT_EQ(rec.out.find("died of"), std::string::npos) << rec.Describe();

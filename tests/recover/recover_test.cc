@@ -54,7 +54,7 @@ class TraceDir {
     }
   }
   const std::string& path() const { return path_; }
-  std::string ring(unsigned n) const { return path_ + "/.ring/ring_" + std::to_string(n); }
+  std::string ring(unsigned n) const { return path_ + "/.ring_" + std::to_string(n); }
 
  private:
   std::string path_;
@@ -84,11 +84,11 @@ struct Verified {
 };
 Verified RecoverAndVerify(const std::string& dir, unsigned threads, std::uint64_t per_thread) {
   Verified v;
-  EXPECT_TRUE(rectest::Exists(dir + "/.ring")) << "the crash left no ring directory";
+  EXPECT_FALSE(rectest::RingFiles(dir).empty()) << "the crash left no ring file";
   v.recover = rectest::Recover(dir);
   EXPECT_TRUE(v.recover.exited && v.recover.code == 0) << v.recover.Describe();
   EXPECT_NE(v.recover.out.find("recovered"), std::string::npos) << v.recover.Describe();
-  EXPECT_FALSE(rectest::Exists(dir + "/.ring")) << v.recover.Describe();
+  EXPECT_TRUE(rectest::RingFiles(dir).empty()) << v.recover.Describe();
   const rectest::DiskCounters disk = rectest::ReadDiskCounters(dir);
   EXPECT_TRUE(disk.ok) << disk.error;
   v.recorded_lost = disk.lost;
@@ -205,7 +205,7 @@ TEST(Recover, CleanlyStoppedTraceIsLeftAlone) {
   TraceDir dir("clean");
   const Result victim = rectest::RunVictim(spec, dir.path());
   ASSERT_TRUE(victim.exited && victim.code == 0) << victim.Describe();
-  ASSERT_FALSE(rectest::Exists(dir.path() + "/.ring"));
+  ASSERT_TRUE(rectest::RingFiles(dir.path()).empty());
   const auto before = rectest::Snapshot(dir.path());
   const Result r = rectest::Recover(dir.path());
   EXPECT_TRUE(r.exited && r.code == 0) << r.Describe();
@@ -241,7 +241,7 @@ void MakeCrashedTrace(const std::string& dir, const std::string& mode = "stream"
   spec.buffer = buffer;
   spec.crash = "sigkill";
   ExpectDeath("sigkill", rectest::RunVictim(spec, dir));
-  ASSERT_TRUE(rectest::Exists(dir + "/.ring/ring_0"));
+  ASSERT_TRUE(rectest::Exists(dir + "/.ring_0"));
 }
 
 bool PatchFile(const std::string& path, std::uint64_t offset, const void* data, std::size_t len) {
@@ -290,7 +290,7 @@ TEST(Recover, CorruptedRingHeaderIsReportedAndSkipped) {
     const Result r = rectest::Recover(dir.path());
     ASSERT_TRUE(r.exited) << r.Describe();  // never a crash
     EXPECT_EQ(r.code, 1) << r.Describe();
-    EXPECT_NE(r.err.find(dir.path() + "/.ring/ring_0: " + c.expect), std::string::npos) << r.Describe();
+    EXPECT_NE(r.err.find(dir.path() + "/.ring_0: " + c.expect), std::string::npos) << r.Describe();
     EXPECT_NE(r.out.find("ring_0: FAILED"), std::string::npos) << r.Describe();
     // The other rings are recovered; the bad one is kept for inspection.
     EXPECT_NE(r.out.find("ring_1 (stream"), std::string::npos) << r.Describe();
@@ -405,7 +405,7 @@ TEST(Recover, ImpossibleLossCountersAreClampedAndNamed) {
     ASSERT_TRUE(PatchFile(dir.ring(0), c.offset, &c.value, sizeof c.value));
     const Result r = rectest::Recover(dir.path());
     ASSERT_TRUE(r.exited && r.code == 0) << r.Describe();
-    EXPECT_NE(r.err.find(dir.path() + "/.ring/ring_0: byte " + std::to_string(c.offset) +
+    EXPECT_NE(r.err.find(dir.path() + "/.ring_0: byte " + std::to_string(c.offset) +
                          ": ring header's " + c.expect),
               std::string::npos)
         << r.Describe();
@@ -432,10 +432,10 @@ TEST(Recover, FifoInTheTraceDirectoryIsRefusedAtOnce) {
     const char* file;
     const char* command;
   };
-  const Case cases[] = {{".ring/ring_0", "recover"}, {"metadata", "recover"},
-                        {"stream_1", "recover"},     {"metadata", "dump"},
-                        {"stream_1", "dump"},        {"stream_1", "report"},
-                        {".ring/crashed", "recover"}};
+  const Case cases[] = {{".ring_0", "recover"},  {"metadata", "recover"},
+                        {"stream_1", "recover"}, {"metadata", "dump"},
+                        {"stream_1", "dump"},    {"stream_1", "report"},
+                        {".crashed", "recover"}};
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(c.command) + " " + c.file);
     TraceDir dir(std::string("fifo_") + c.command);
@@ -450,10 +450,10 @@ TEST(Recover, FifoInTheTraceDirectoryIsRefusedAtOnce) {
     const Result r = rectest::Run({rectest::CliPath(), c.command, dir.path()}, rectest::Env(), 30);
     EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
     ASSERT_TRUE(r.exited) << r.Describe();
-    if (std::string(c.file) == ".ring/crashed") {
+    if (std::string(c.file) == ".crashed") {
       // Only a note: the marker adds to the report, the trace is recovered without it.
       EXPECT_EQ(r.code, 0) << r.Describe();
-      EXPECT_NE(r.err.find(".ring/crashed is not a regular file; ignored"), std::string::npos)
+      EXPECT_NE(r.err.find("/.crashed is not a regular file; ignored"), std::string::npos)
           << r.Describe();
       continue;
     }
@@ -484,7 +484,7 @@ TEST(Recover, RefusesWhileTheWriterRuns) {
   const Result r = rectest::Recover(dir.path());
   EXPECT_TRUE(r.exited && r.code == 1) << r.Describe();
   EXPECT_NE(r.err.find("is still running"), std::string::npos) << r.Describe();
-  EXPECT_TRUE(rectest::Exists(dir.path() + "/.ring"));
+  EXPECT_FALSE(rectest::RingFiles(dir.path()).empty());
   child.Kill(SIGKILL);
   child.Wait();
   const Result again = rectest::Recover(dir.path());
@@ -505,7 +505,7 @@ TEST(Recover, ReadingCommandsRecoverADeadWritersTraceFirst) {
   const Result dump = rectest::Run({rectest::CliPath(), "dump", dir.path()});
   ASSERT_TRUE(dump.exited && dump.code == 0) << dump.Describe();
   EXPECT_NE(dump.err.find("its writer died; recovered"), std::string::npos) << dump.Describe();
-  EXPECT_FALSE(rectest::Exists(dir.path() + "/.ring"));
+  EXPECT_TRUE(rectest::RingFiles(dir.path()).empty());
   EXPECT_EQ(dump.out, expected.out) << "the same events as after 'hushtrace recover'";
   const Result report = rectest::Run({rectest::CliPath(), "report", dir.path()});
   EXPECT_TRUE(report.exited && report.code == 0) << report.Describe();
@@ -513,8 +513,8 @@ TEST(Recover, ReadingCommandsRecoverADeadWritersTraceFirst) {
 }
 
 TEST(Recover, ReadingCommandsRemoveAnEmptyRingDirectorySilently) {
-  // A followed fork child can leave its parent's .ring/ empty behind: nothing to recover, and
-  // nothing to say about it.
+  // Earlier versions kept the rings in DIR/.ring/, and a followed fork child could leave it
+  // empty behind: nothing to recover, and nothing to say about it.
   VictimSpec spec;
   spec.crash = "return";
   spec.events = 100;
@@ -539,7 +539,7 @@ TEST(Recover, ReadingCommandsReadALiveTraceAsItIs) {
   const Result dump = rectest::Run({rectest::CliPath(), "dump", dir.path()});
   EXPECT_TRUE(dump.exited && dump.code == 0) << dump.Describe();
   EXPECT_NE(dump.err.find("is still being written"), std::string::npos) << dump.Describe();
-  EXPECT_TRUE(rectest::Exists(dir.path() + "/.ring")) << "nothing written behind a live writer";
+  EXPECT_FALSE(rectest::RingFiles(dir.path()).empty()) << "nothing written behind a live writer";
   child.Kill(SIGKILL);
   child.Wait();
 }
@@ -556,10 +556,10 @@ TEST(Recover, KeepRingsMakesRecoveryRepeatable) {
   EXPECT_EQ(rectest::Snapshot(dir.path()), once) << "a second recovery gives the same files";
   const Result last = rectest::Recover(dir.path());
   ASSERT_TRUE(last.exited && last.code == 0) << last.Describe();
-  EXPECT_FALSE(rectest::Exists(dir.path() + "/.ring"));
+  EXPECT_TRUE(rectest::RingFiles(dir.path()).empty());
   auto after = rectest::Snapshot(dir.path());
   for (const auto& [name, content] : once) {
-    if (name.rfind(".ring/", 0) == 0) continue;
+    if (name.rfind(".ring_", 0) == 0) continue;
     EXPECT_EQ(after[name], content) << name;
   }
 }
@@ -625,7 +625,6 @@ using Files = std::map<std::string, std::string>;
 std::vector<std::string> RecoverCopy(const Files& files, const std::string& tag, std::string* recover_out) {
   TraceDir dir(tag);
   EXPECT_EQ(::mkdir(dir.path().c_str(), 0700), 0);
-  EXPECT_EQ(::mkdir((dir.path() + "/.ring").c_str(), 0700), 0);
   for (const auto& [name, content] : files) EXPECT_TRUE(rectest::WriteFile(dir.path() + "/" + name, content));
   const Result r = rectest::Recover(dir.path());
   EXPECT_TRUE(r.exited && r.code == 0) << r.Describe();
@@ -668,9 +667,9 @@ TEST(WriterWindows, EveryIntermediateStateRecoversTheSameEvents) {
   emit(100);
   const Files crash = rectest::Snapshot(live.path());
   session->Stop();
-  ASSERT_TRUE(crash.count(".ring/ring_0") && crash.count("stream_0") && crash.count("metadata"));
+  ASSERT_TRUE(crash.count(".ring_0") && crash.count("stream_0") && crash.count("metadata"));
 
-  const std::string& ring = crash.at(".ring/ring_0");
+  const std::string& ring = crash.at(".ring_0");
   const std::size_t kRingHeaderSize = hush::ring::kRingHeaderSize;
   const std::size_t kSeq = offsetof(RingHeader, written_seq), kOff = offsetof(RingHeader, written_offset),
                     kBegin = offsetof(RingHeader, written_begin_ts), kDisk = offsetof(RingHeader, disk_seq),
@@ -683,7 +682,7 @@ TEST(WriterWindows, EveryIntermediateStateRecoversTheSameEvents) {
   const std::vector<std::size_t> ends2 = PacketEnds(s2);
   ASSERT_EQ(ends2.size(), 4u);  // packet 0, packet 1 (first part), packet 1 (rest), packet 2 (first part)
   ASSERT_EQ(PacketEnds(s1).size(), 2u);
-  const std::uint64_t begin1 = ReadU64(a1.at(".ring/ring_0"), kBegin);
+  const std::uint64_t begin1 = ReadU64(a1.at(".ring_0"), kBegin);
 
   std::string out;
   const std::vector<std::string> reference = RecoverCopy(crash, "windows_ref", &out);
@@ -694,7 +693,7 @@ TEST(WriterWindows, EveryIntermediateStateRecoversTheSameEvents) {
     std::function<void(Files*)> edit;
     bool undamaged = false;  // recovery must report no damaged packet
   };
-  const auto header = [](Files* f) { return &(*f)[".ring/ring_0"]; };
+  const auto header = [](Files* f) { return &(*f)[".ring_0"]; };
   const auto set_stream_mode = [&](Files* f) {
     const std::uint32_t stream_mode = 0;
     std::memcpy(header(f)->data() + offsetof(RingHeader, mode), &stream_mode, 4);

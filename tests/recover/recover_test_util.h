@@ -63,9 +63,11 @@ std::string NewTraceDir(const std::string& tag);
 // Files and directories: tests/support/files.h.
 using hush::testsupport::Exists;
 using hush::testsupport::ReadFile;
+using hush::testsupport::RingFiles;
 using hush::testsupport::RemoveTree;
 using hush::testsupport::WriteFile;
-// name -> content of every regular file in `dir` and in `dir`/.ring.
+// name -> content of every regular file in `dir` (the ring files included) and in `dir`/.ring
+// (where earlier versions kept them).
 std::map<std::string, std::string> Snapshot(const std::string& dir);
 bool CopyTree(const std::string& from, const std::string& to);  // dir + .ring, flat files
 

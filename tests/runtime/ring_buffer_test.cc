@@ -423,7 +423,7 @@ std::size_t PresentPages(const void* begin, std::size_t len) {
   return present;
 }
 
-// A file ring ring_0 of 8 sub-buffers of 64 KiB in a fresh directory, as a session makes them.
+// A file ring .ring_0 of 8 sub-buffers of 64 KiB in a fresh directory, as a session makes them.
 struct FileRing {
   FileRing() : dir("ring"), dirfd(::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
     config.subbuf_size = 64 * 1024;
@@ -555,7 +555,7 @@ TEST(RingStream, AFileRingReservesEachSubBufferWhenItsFirstPacketOpens) {
   const RingConfig& config = f.config;
   const auto reserved = [&] {
     struct stat st;
-    EXPECT_EQ(::fstatat(f.dirfd, "ring_0", &st, 0), 0);
+    EXPECT_EQ(::fstatat(f.dirfd, ".ring_0", &st, 0), 0);
     return static_cast<std::size_t>(st.st_blocks) * 512;
   };
   const std::size_t first = kRingHeaderSize + config.subbuf_size;

@@ -854,14 +854,14 @@ TEST(SessionLifecycle, ConsumerPopulatesTheRingsOfBusyThreadsOnlyNotOfThreadsTha
   while (step.load() != 3) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   std::size_t total_left = 0, total_busy = 0;
-  const std::size_t left = ResidentPages(dir.Sub("trace") + "/.ring/ring_1", &total_left);
-  const std::size_t busy_pages = ResidentPages(dir.Sub("trace") + "/.ring/ring_0", &total_busy);
+  const std::size_t left = ResidentPages(dir.Sub("trace") + "/.ring_1", &total_left);
+  const std::size_t busy_pages = ResidentPages(dir.Sub("trace") + "/.ring_0", &total_busy);
   done.store(true);
   busy.join();
   ASSERT_GT(total_left, 200u) << "a 1 MiB ring";
   EXPECT_LT(left, total_left / 4) << "the ring of the thread that left was populated";
   std::uint32_t count = 0;
-  const std::uint32_t used = SubBuffersUsed(dir.Sub("trace") + "/.ring/ring_0", &count);
+  const std::uint32_t used = SubBuffersUsed(dir.Sub("trace") + "/.ring_0", &count);
   ASSERT_GT(used, 1u) << "the busy thread filled packets";
   const std::size_t per_subbuf = (total_busy - 1) / count;  // the header is one page here
   EXPECT_EQ(busy_pages, 1 + std::min(count, used + 1) * per_subbuf)
@@ -916,7 +916,7 @@ TEST(SessionLifecycle, DescriptorsDoNotGrowWithTheNumberOfThreads) {
   ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);  // babeltrace2 opens every stream at once
   const Trace t = ReadTrace(s->output_dir());
   ASSERT_TRUE(t.ok) << t.error;
-  // The session's own: the trace directory, .ring, and what a write-out holds for a moment.
+  // The session's own: the trace directory, and what a write-out holds for a moment.
   EXPECT_GE(during, before - 4) << before << " descriptors were free without a session";
   EXPECT_EQ(t.events.size(), static_cast<std::size_t>(kThreads));
 }

@@ -39,6 +39,7 @@ class TempDir {
 // Files and directories: tests/support/files.h.
 using hush::testsupport::Exists;
 using hush::testsupport::ListDir;
+using hush::testsupport::RingFiles;
 using hush::testsupport::ReadFile;
 using hush::testsupport::RemoveTree;
 using hush::testsupport::WriteFile;

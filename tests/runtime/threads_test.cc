@@ -326,9 +326,11 @@ TEST_F(SignalTest, StreamModeTraceStaysReadableAndCountsAddUp) {
 // Blocks the ring files of a trace hold now (what its rings take of the page cache or tmpfs).
 std::uint64_t RingFileBytes(const std::string& trace) {
   std::uint64_t bytes = 0;
-  for (const std::string& name : hushtest::ListDir(trace + "/.ring")) {
+  for (const std::string& name : hushtest::ListDir(trace)) {
     struct stat st;
-    if (::lstat((trace + "/.ring/" + name).c_str(), &st) == 0) bytes += static_cast<std::uint64_t>(st.st_blocks) * 512;
+    if (name.rfind(".ring_", 0) == 0 && ::lstat((trace + "/" + name).c_str(), &st) == 0) {
+      bytes += static_cast<std::uint64_t>(st.st_blocks) * 512;
+    }
   }
   return bytes;
 }

@@ -426,7 +426,7 @@ TEST_F(ClickHouseShip, AgentShipsEachSnapshotAsItCompletes) {
     }
     EXPECT_TRUE(WaitFor([&] { return SnapshotsIn(ShippedNames(watch)) == round; }, 30))
         << "round " << round << ": " << StateOf(watch) << reader::test::ReadFile(log);
-    EXPECT_EQ(::access((watch + "/rec/.ring").c_str(), F_OK), 0);  // the session still runs
+    EXPECT_EQ(::access((watch + "/rec/.ring_0").c_str(), F_OK), 0);  // the session still runs
   }
   session->Stop();
   EXPECT_EQ(session->Stats().snapshots_triggered, 3u);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstdlib>
 
 #include "base/dir_stream.h"
@@ -76,6 +77,15 @@ std::vector<std::string> ListDir(const std::string& dir) {
   base::DirStream d = base::DirStream::Open(dir.c_str());
   if (!d) return out;
   while (const char* name = d.Next()) out.emplace_back(name);
+  return out;
+}
+
+std::vector<std::string> RingFiles(const std::string& dir) {
+  std::vector<std::string> out;
+  for (std::string& name : ListDir(dir)) {
+    if (name.rfind(".ring_", 0) == 0) out.push_back(std::move(name));
+  }
+  std::sort(out.begin(), out.end());
   return out;
 }
 

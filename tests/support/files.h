@@ -26,6 +26,8 @@ std::string ReadFile(const std::string& path);
 bool WriteFile(const std::string& path, std::string_view content);
 // The names in directory `dir` (not recursive), without "." and ".."; empty if unreadable.
 std::vector<std::string> ListDir(const std::string& dir);
+// The ring files a session left in trace directory `dir` (".ring_<N>", docs/format.md), sorted.
+std::vector<std::string> RingFiles(const std::string& dir);
 
 }  // namespace hush::testsupport
 

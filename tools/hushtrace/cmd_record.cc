@@ -568,7 +568,6 @@ int RunRecord(int argc, char** argv) {
   const bool have_dir_stat = ::stat(abs_dir.c_str(), &dir_stat) == 0;
   auto remove_if_unused = [&] {
     if (!created) return;
-    ::rmdir((abs_dir + "/.ring").c_str());  // only removes empty directories
     ::rmdir(abs_dir.c_str());
   };
 

@@ -30,10 +30,10 @@ namespace {
 constexpr char kUsage[] = "recover DIR [options]";
 constexpr char kDescription[] =
     "Makes the trace in DIR readable again after its writer died without stopping its session\n"
-    "(SIGKILL, SIGSEGV, abort(), _exit(), ...). For each ring buffer left in DIR/.ring it writes to\n"
+    "(SIGKILL, SIGSEGV, abort(), _exit(), ...). For each ring buffer left in DIR (.ring_N) it writes to\n"
     "stream_N what the ring committed and the writer had not written yet: it cuts a write torn by\n"
     "the crash, closes the packet left open, drops the event being written at the crash, then\n"
-    "removes DIR/.ring. No daemon and no crash handler are needed; the trace needs its metadata.";
+    "removes the ring file. No daemon and no crash handler are needed; the trace needs its metadata.";
 constexpr char kFooter[] =
     "Events are counted by decoding every appended event with the metadata. Lost events: discarded\n"
     "(full ring, nested, too large) and overwritten (flight mode) are the writer's counters at the\n"
@@ -51,7 +51,7 @@ struct Args {
 void Define(CLI::App& app, Args& a) {
   DescribeCommand(app, "recover", kUsage, kDescription, kFooter);
   app.add_option("DIR", a.dir, "the trace directory")->type_name("");
-  app.add_flag("--keep-rings", a.keep_rings, "keep DIR/.ring (running recover again gives the same trace)");
+  app.add_flag("--keep-rings", a.keep_rings, "keep the ring files (running recover again gives the same trace)");
   app.add_flag("-n,--dry-run", a.dry_run, "report what would be done, change nothing");
   app.add_flag("--force", a.force, "recover even if the writer process still maps its rings");
   app.add_flag("-q,--quiet", a.quiet, "print only warnings and errors");
@@ -166,11 +166,11 @@ int RunRecover(int argc, char** argv) {
           return "";
         }());
     if (report.rings_removed) {
-      std::printf("removed %s/.ring\n", dir);
+      std::printf("removed the ring files of %s\n", dir);
     } else if (options.keep_rings) {
-      std::printf("kept %s/.ring (--keep-rings)\n", dir);
+      std::printf("kept the ring files of %s (--keep-rings)\n", dir);
     } else if (!options.dry_run && !ok) {
-      std::printf("kept %s/.ring: some rings were not recovered\n", dir);
+      std::printf("kept the ring files of %s that were not recovered\n", dir);
     }
   }
   return ok ? 0 : 1;

@@ -63,7 +63,7 @@ constexpr char kDescription[] =
     "shipping a trace twice, or after a crash, never doubles rows.\n"
     "\n"
     "With --watch, ships every trace directory that completes under DIR (a `metadata` file, and\n"
-    "no `.ring` or one whose writer died: it is recovered first), and every triggered snapshot\n"
+    "no session still writing it; one whose writer died is recovered first), and every triggered snapshot\n"
     "(DIR/snapshots/NAME, DIR/TRACE/snapshots/NAME) as it completes, oldest first, and keeps\n"
     "watching. Shipped traces are listed in the state file; a server that is down is retried\n"
     "with backoff while the traces wait on disk; past --max-bytes of waiting traces the oldest\n"
@@ -341,12 +341,13 @@ struct Pending {
   std::uint64_t bytes = 0;
 };
 
-// A completed trace at `path` (a `metadata` file; no `.ring` with its writer still running), and
-// its metadata's mtime.
+// A completed trace at `path` (a `metadata` file; no session still writing it: its lock, or ring
+// files a live process maps), and its metadata's mtime.
 bool CompletedTrace(const std::string& path, std::int64_t* mtime_ns) {
   struct stat st;
   if (::stat((path + "/metadata").c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
-  if (::access((path + "/.ring").c_str(), F_OK) == 0) {
+  if (recover::TraceBeingWritten(path)) return false;
+  if (recover::HasLeftovers(path)) {
     // Rings left: a session still running (skip it for now), or a writer that died, whose
     // trace Ship() recovers first (OpenTraceRecovering) and ships like any other.
     recover::Options probe;

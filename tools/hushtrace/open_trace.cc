@@ -15,8 +15,7 @@ namespace hush::cli {
 
 std::unique_ptr<reader::Trace> OpenTraceRecovering(const std::string& dir, const char* command,
                                                    std::string* error) {
-  struct stat st;
-  if (::lstat((dir + "/.ring").c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+  if (recover::HasLeftovers(dir)) {
     recover::Report report;
     const bool ok = recover::Recover(dir, recover::Options{}, &report);
     if (report.writer_running) {
@@ -29,7 +28,7 @@ std::unique_ptr<reader::Trace> OpenTraceRecovering(const std::string& dir, const
                    command, dir.c_str(),
                    !report.error.empty() ? report.error.c_str() : "a ring could not be recovered",
                    dir.c_str());
-    } else if (!report.clean && !report.rings.empty()) {  // an empty .ring/ is removed silently
+    } else if (!report.clean && !report.rings.empty()) {
       std::fprintf(stderr,
                    "%s: %s: its writer died; recovered %llu events from %llu of %zu ring buffers "
                    "('hushtrace recover' explains what recovery does)\n",
@@ -46,11 +45,6 @@ std::unique_ptr<reader::Trace> OpenTraceRecovering(const std::string& dir, const
 }
 
 namespace {
-
-bool HasRingDir(const std::string& dir) {
-  struct stat st;
-  return ::lstat((dir + "/.ring").c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
 
 // DIR/proc-*: the traces of programs exec'd under the session (docs/format.md, "Processes").
 std::vector<std::string> ExecTraces(const std::string& dir) {
@@ -72,16 +66,9 @@ void CompleteRecordedTrace(const std::string& dir, const char* command) {
   std::vector<std::string> dirs = {dir};
   for (std::string& sub : ExecTraces(dir)) dirs.push_back(std::move(sub));
   for (const std::string& d : dirs) {
-    if (!HasRingDir(d)) continue;
-    // An empty .ring (every process left cleanly; a followed session keeps the directory for the
-    // processes still to come) is removed and nothing is recovered: what Recover would do, without
-    // reading the metadata and syncing the directory (~2 ms of every record run on ext4). rmdir
-    // removes only an empty directory, so a ring or a crash marker created meanwhile falls
-    // through to Recover, as does a metadata rewrite cut short (.metadata.tmp, which it removes).
-    struct stat tmp;
-    if (::lstat((d + "/.metadata.tmp").c_str(), &tmp) != 0 && ::rmdir((d + "/.ring").c_str()) == 0) {
-      continue;
-    }
+    // Every process left cleanly: nothing to recover, and Recover (which reads the metadata and
+    // syncs the directory, ~2 ms of a record run on ext4) is not run.
+    if (!recover::HasLeftovers(d)) continue;
     recover::Report report;
     const bool ok = recover::Recover(d, recover::Options{}, &report);
     const auto events = static_cast<unsigned long long>(

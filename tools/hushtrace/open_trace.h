@@ -10,15 +10,15 @@
 
 namespace hush::cli {
 
-// Opens DIR with the reader library. A directory left by a writer that died (DIR/.ring present,
-// its process gone) is recovered first, exactly as `hushtrace recover DIR` does, with one line on
+// Opens DIR with the reader library. A directory left by a writer that died (ring files in DIR,
+// recover::HasLeftovers, their process gone) is recovered first, exactly as `hushtrace recover DIR` does, with one line on
 // stderr saying so; a directory whose writer still runs is read as it is on disk, with a note.
 // `command` prefixes the messages ("hushtrace dump"). nullptr + `error` when it cannot be read.
 std::unique_ptr<reader::Trace> OpenTraceRecovering(const std::string& dir, const char* command,
                                                    std::string* error);
 
 // What `record` does once the program has exited: every trace directory of the run (DIR and the
-// DIR/proc-* traces of exec'd programs) whose .ring/ still holds events (processes that left
+// DIR/proc-* traces of exec'd programs) whose ring files still hold events (processes that left
 // with _exit(), by an exec or a crash, since a session writes its rings out only at exit()) is
 // recovered in place, so that the trace `record` names is whole for every reader, babeltrace2
 // included. A directory whose writer still runs (a descendant that outlived the program) is left
