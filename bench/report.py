@@ -259,7 +259,7 @@ def load_sizes(raw, n1, n2):
             "bytes_per_event_total": bytes2 / ev2 if ev2 else None,
         }
         if tracer == "hush":
-            r["trace_files"] = "metadata + stream_* (the .ring/ directory is reported apart)"
+            r["trace_files"] = "metadata + stream_* (the ring files, .ring_*, are reported apart)"
             r["ring_dir_apparent_bytes_n2"] = x2
             r["ring_dir_allocated_bytes_n2"] = y2
         else:
@@ -488,8 +488,9 @@ def render(res):
     t.append(f"| bytes per event, total / events at N = {res['n2'] + WARMUP:,} | "
              f"{fmt(sh_.get('bytes_per_event_total'), 2)} | {fmt(sl.get('bytes_per_event_total'), 2)} |")
     t.append("")
-    t.append("hushtrace: metadata + stream files. Its trace directory also keeps `.ring/` (the memory-mapped "
-             f"ring buffers, kept for crash recovery): {fmt(sh_.get('ring_dir_apparent_bytes_n2'))} bytes "
+    t.append("hushtrace: metadata + stream files. Its ring files (`.ring_N` in the trace directory: the "
+             "memory-mapped ring buffers, kept for crash recovery and removed by a clean stop): "
+             f"{fmt(sh_.get('ring_dir_apparent_bytes_n2'))} bytes "
              f"apparent, {fmt(sh_.get('ring_dir_allocated_bytes_n2'))} bytes allocated at N = {res['n2'] + WARMUP:,}, "
              "not counted above. LTTng-UST: every file of the session output (metadata, per-CPU streams, "
              f"index/); streams alone: {fmt(sl.get('stream_bytes_per_event_marginal'), 2)} bytes per event marginal.")
