@@ -5,6 +5,9 @@
 
 #if defined(__x86_64__)
 #include <cpuid.h>
+#if __has_include(<sys/platform/x86.h>)
+#include <sys/platform/x86.h>  // glibc >= 2.33: the CPUID leaves ld.so read at start-up
+#endif
 #endif
 
 #include <atomic>
@@ -70,9 +73,13 @@ std::uint64_t FrequencyOver(const Calibration& c, std::uint64_t ticks, std::uint
 }  // namespace
 
 bool TscIsInvariant() {
-  // CPUID traps to the hypervisor in a VM: asked once.
+  // CPUID traps to the hypervisor in a VM: asked once, and not at all where glibc gives the bit
+  // from the leaves its dynamic loader read at the process's start (two CPUID calls cost ~17 us
+  // of every traced exec on a Firecracker VM, docs/benchmarks.md "Per exec under a session").
   static const bool invariant = [] {
-#if defined(__x86_64__)
+#if defined(__x86_64__) && defined(CPU_FEATURE_PRESENT)
+    return CPU_FEATURE_PRESENT(INVARIANT_TSC) != 0;
+#elif defined(__x86_64__)
     unsigned a, b, c, d;
     if (__get_cpuid(0x80000000, &a, &b, &c, &d) == 0 || a < 0x80000007) return false;
     __get_cpuid(0x80000007, &a, &b, &c, &d);

@@ -202,9 +202,11 @@ std::unique_ptr<Ring> Ring::Create(int dirfd, std::uint32_t index, const RingCon
   const std::size_t size = RingBytes(config.subbuf_size, config.subbuf_count);
   // A page first touched through the mapping on a full file system kills the program with
   // SIGBUS, so every sub-buffer's blocks are reserved before the producer writes it: here the
-  // header and sub-buffer 0, by writing zeros with write() (which fails instead: ENOSPC, and is
-  // cheaper on ext4 than populating holes page by page), the rest when the producer first opens
-  // them (OpenPacket, ReserveSubbuf) or when the consumer populates a busy ring (Prefault).
+  // header and the start of sub-buffer 0 (ring_buffer.h, "First sub-buffer"), by writing zeros
+  // with write() (which fails instead: ENOSPC, and is cheaper on ext4 than populating holes page
+  // by page), the rest of sub-buffer 0 as the producer's events reach it (ExtendReservation), the
+  // others when the producer first opens them (OpenPacket, ReserveSubbuf) or when the consumer
+  // populates a busy ring (Prefault).
   // Not fallocate(): on ext4 unlinking a file with fallocated (unwritten) extents costs ~3 ms,
   // which a short program paid at exit (docs/benchmarks.md, "Per exec under a session"); the
   // zeros cost ~20 µs per 64 KiB and are pages the producer writes anyway.
@@ -231,8 +233,9 @@ std::unique_ptr<Ring> Ring::Create(int dirfd, std::uint32_t index, const RingCon
     errno = ENOBUFS;
     return fail("");
   }
-  if (::ftruncate(fd, static_cast<off_t>(size)) != 0 ||
-      WriteZeros(fd, kRingHeaderSize + config.subbuf_size) != 0) {  // from offset 0
+  // Where the lazy scheme cannot run (below), everything is reserved after the probe instead.
+  const std::size_t first = std::min(config.subbuf_size, kFirstReservation);
+  if (::ftruncate(fd, static_cast<off_t>(size)) != 0 || WriteZeros(fd, kRingHeaderSize + first) != 0) {  // from offset 0
     return fail("cannot size");
   }
   void* mapping = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -253,12 +256,12 @@ std::unique_ptr<Ring> Ring::Create(int dirfd, std::uint32_t index, const RingCon
   // SIGBUS later); file systems without it keep the sparse file. The probe's page is the last
   // one, in the last sub-buffer: no block yet.
   const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  const std::size_t written = kRingHeaderSize + config.subbuf_size;
+  const std::size_t written = kRingHeaderSize + first;
   const std::size_t last_page = (size - 1) / page * page;
   bool all_reserved = size <= written;
   if (!all_reserved && (last_page < written ||
                         !PopulateWriteReserves(static_cast<char*>(mapping) + last_page, page, fd, last_page))) {
-    if (!pay(size - written)) {
+    if (!pay(size - kRingHeaderSize - config.subbuf_size)) {
       ::munmap(mapping, size);
       errno = ENOBUFS;
       return fail("");
@@ -273,9 +276,11 @@ std::unique_ptr<Ring> Ring::Create(int dirfd, std::uint32_t index, const RingCon
   }
   file.reset();
   std::unique_ptr<Ring> ring(new Ring(index, config, mapping, size, true));
-  ring->reserved_subbufs_ = 1;
+  ring->reserved_subbufs_ = 1;  // sub-buffer 0: reserved in steps by the producer, from `first` on
+  ring->subbuf0_reserved_ = all_reserved ? config.subbuf_size : first;
   // Relaxed: the ring is not shared yet.
-  ring->populated_slots_.store(all_reserved ? config.subbuf_count : 1, std::memory_order_relaxed);
+  ring->populated_slots_.store(all_reserved ? config.subbuf_count : first == config.subbuf_size ? 1 : 0,
+                               std::memory_order_relaxed);
   ring->budget_ = config.budget;
   for (std::uint32_t slot = 0; slot < (all_reserved ? config.subbuf_count : 1); ++slot) {
     ring->paid_[slot / 64].fetch_or(std::uint64_t{1} << (slot % 64), std::memory_order_relaxed);
@@ -396,8 +401,41 @@ bool Ring::OpenPacket(internal::ThreadWriter& w, std::uint64_t ts, std::uint32_t
   header_->commit.timestamp.store(ts, std::memory_order_relaxed);
   header_->commit.offset.store(static_cast<std::uint64_t>(w.pos - data_), std::memory_order_release);
   packet_end_ = p + subbuf_size_;
-  w.end.store(packet_end_, std::memory_order_relaxed);
+  // Sub-buffer 0 not reserved whole (ring_buffer.h, "First sub-buffer"), unless the consumer has
+  // populated it since (acquire: pairs with Prefault's release).
+  if (slot == 0 && subbuf0_reserved_ < subbuf_size_ && populated_slots_.load(std::memory_order_acquire) >= 1) {
+    subbuf0_reserved_ = subbuf_size_;
+  }
+  reserved_end_ = slot == 0 && subbuf0_reserved_ < subbuf_size_ ? p + subbuf0_reserved_ : nullptr;
+  w.end.store(reserved_end_ != nullptr ? reserved_end_ : packet_end_, std::memory_order_relaxed);
   open_.store(true, std::memory_order_relaxed);
+  return true;
+}
+
+bool Ring::ExtendReservation(internal::ThreadWriter& w, const char* event_end) {
+  std::size_t want = subbuf_size_;
+  // Acquire: as in OpenPacket. A sub-buffer 0 the consumer has populated needs no more.
+  if (populated_slots_.load(std::memory_order_acquire) == 0) {
+    static const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    const std::size_t need = static_cast<std::size_t>(event_end - data_);
+    want = std::min(subbuf_size_, std::max(need, subbuf0_reserved_ + kReservationStep));
+    // Whole pages of the file (the header is one 4 KiB page; pages may be larger): from the page
+    // holding the first unreserved byte, which populating again changes nothing in, to the page
+    // holding the last byte wanted.
+    char* const file = static_cast<char*>(mapping_);
+    const std::size_t from = (kRingHeaderSize + subbuf0_reserved_) / page * page;
+    const std::size_t to = std::min(mapping_size_, (kRingHeaderSize + want + page - 1) / page * page);
+    want = std::min(subbuf_size_, to - kRingHeaderSize);
+    // As ReserveSubbuf: page_mkwrite reserves the blocks, the call fails (EFAULT) where a write
+    // would raise SIGBUS, and it changes no byte.
+    int rc;
+    while ((rc = ::madvise(file + from, to - from, MADV_POPULATE_WRITE)) != 0 && errno == EINTR) {
+    }
+    if (rc != 0 && errno != EINVAL) return false;
+  }
+  subbuf0_reserved_ = want;
+  reserved_end_ = want < subbuf_size_ ? data_ + want : nullptr;
+  w.end.store(reserved_end_ != nullptr ? reserved_end_ : packet_end_, std::memory_order_relaxed);
   return true;
 }
 
@@ -425,6 +463,7 @@ void Ring::ClosePacket(internal::ThreadWriter& w, std::uint64_t ts_end) {
   header_->commit.offset.store(kCommitNone, std::memory_order_release);
   w.end.store(nullptr, std::memory_order_relaxed);
   w.pos = nullptr;
+  reserved_end_ = nullptr;
   open_.store(false, std::memory_order_relaxed);
 }
 

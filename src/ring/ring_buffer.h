@@ -48,6 +48,17 @@ struct RingConfig {
 // producer never writes a sub-buffer that was not paid for, so the pages a session's rings can
 // make resident, on disk or in tmpfs, never exceed the budget.
 
+// First sub-buffer. A ring file is created with its header and the first kFirstReservation bytes
+// of sub-buffer 0 reserved (zeros written), not the whole sub-buffer: a short program's events
+// fit in a few pages, and every ring (a traced exec's, each thread's of a many-threaded program)
+// paid for writing 132 KiB of zeros at its first event. While sub-buffer 0 is not reserved whole,
+// the producer's `end` (thread_writer.h) stops at the reserved part; an event past it takes the
+// slow path, which reserves the next kReservationStep bytes or more with MADV_POPULATE_WRITE
+// (ExtendReservation) before the event is written. The budget pays for the whole sub-buffer at
+// creation, as before.
+inline constexpr std::size_t kFirstReservation = 16 * 1024;
+inline constexpr std::size_t kReservationStep = 32 * 1024;
+
 // Where a snapshot copy of a ring stands (CopyForSnapshot): private to the snapshot, so that a
 // snapshot never moves what WriteNew() writes next nor what the producer counts as saved.
 struct SnapshotCursor {
@@ -92,6 +103,14 @@ class Ring {
                   const char* thread_name);
   // Closes the open packet (if any) at `ts_end` and publishes it.
   void ClosePacket(internal::ThreadWriter& w, std::uint64_t ts_end);
+  // Sub-buffer 0 is reserved in steps (see "First sub-buffer" below): whether an event ending at
+  // `event_end` in the open packet lies past what is reserved, and the producer's call that
+  // reserves up to there, and more (false: no space on the file system; the caller discards and
+  // counts). Both are the producer's, from the out-of-line slow path.
+  bool PastReservation(const char* event_end) const {
+    return reserved_end_ != nullptr && event_end > reserved_end_;
+  }
+  bool ExtendReservation(internal::ThreadWriter& w, const char* event_end);
   // Any thread (relaxed): Core::Stop asks while a straggler may still be opening a packet.
   bool HasOpenPacket() const { return open_.load(std::memory_order_relaxed); }
   std::uint64_t LastEndTimestamp() const { return last_end_ts_; }
@@ -242,6 +261,11 @@ class Ring {
   // count allows one event per such thread).
   std::atomic<bool> open_{false};
   char* packet_end_ = nullptr;  // producer-private: end of the open packet
+  // Producer-private: bytes of sub-buffer 0 reserved (subbuf_size_ once all of them are), and
+  // the end of the reserved part while a packet is open in sub-buffer 0 and it is not whole
+  // (nullptr otherwise): see "First sub-buffer".
+  std::size_t subbuf0_reserved_ = 0;
+  char* reserved_end_ = nullptr;
   // Producer-private (handed between threads under the session mutex): timestamp_end of the last
   // closed packet. Packets of one stream never go back in time, even across owner threads.
   std::uint64_t last_end_ts_ = 0;

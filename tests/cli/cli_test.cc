@@ -612,8 +612,9 @@ TEST_F(CliRecordFullDisk, FullBeforeTheFirstRingIsNotAboutThePatterns) {
   if (FindInPath("unshare").empty()) GTEST_SKIP() << "no unshare";
   // `unshare ... sh -c` execs the CLI by path, without the emulator in front of it.
   if (hushtest::Emulated()) GTEST_SKIP() << "runs the CLI through sh: not under qemu-user";
-  // The metadata fits in 64k, a 1M ring does not.
-  const RunResult r = RecordOnTmpfs("64k", {"--", CLI_TP_PIE, "exit", "0"});
+  // The metadata (4 KiB) fits in 16k; a ring, whose header and first 16 KiB are reserved when
+  // it is created (ring_buffer.h, "First sub-buffer"), does not.
+  const RunResult r = RecordOnTmpfs("16k", {"--", CLI_TP_PIE, "exit", "0"});
   if (r.status == 99 || Contains(r.err, "unshare:"))
     GTEST_SKIP() << "cannot mount a tmpfs here: " << r.err;
   EXPECT_EQ(r.status, 0) << r.err;

@@ -45,6 +45,8 @@ namespace {
 using hush::internal::ThreadWriter;
 using hush::format::kCtfMagic;
 using hush::ring::kPacketHeaderSize;
+using hush::ring::kFirstReservation;
+using hush::ring::kReservationStep;
 using hush::ring::kRingHeaderSize;
 using hush::format::PacketHeader;
 using hush::ring::Ring;
@@ -544,10 +546,11 @@ TEST(RingStream, AStaleCommitWordOfTheClosedPacketIsNeverReadAsTheNextPacket) {
 }
 
 // A file ring reserves its blocks (zeros written with write(), which fails on a full file system
-// where a first write through the mapping would raise SIGBUS) for the header and sub-buffer 0 at
-// creation, and (MADV_POPULATE_WRITE) for each later sub-buffer when the producer first opens a
-// packet there: a short program's ring stays small, and its unlink at exit cheap (no fallocated
-// extents). Where MADV_POPULATE_WRITE reserves nothing (qemu-user), all at creation.
+// where a first write through the mapping would raise SIGBUS) for the header and the first
+// kFirstReservation bytes of sub-buffer 0 at creation, and (MADV_POPULATE_WRITE) for each later
+// sub-buffer when the producer first opens a packet there: a short program's ring stays small,
+// and its unlink at exit cheap (no fallocated extents). Where MADV_POPULATE_WRITE reserves
+// nothing (qemu-user), all at creation.
 TEST(RingStream, AFileRingReservesEachSubBufferWhenItsFirstPacketOpens) {
   FileRing f;
   ASSERT_NE(f.ring, nullptr) << f.error;
@@ -558,7 +561,7 @@ TEST(RingStream, AFileRingReservesEachSubBufferWhenItsFirstPacketOpens) {
     EXPECT_EQ(::fstatat(f.dirfd, ".ring_0", &st, 0), 0);
     return static_cast<std::size_t>(st.st_blocks) * 512;
   };
-  const std::size_t first = kRingHeaderSize + config.subbuf_size;
+  const std::size_t first = kRingHeaderSize + kFirstReservation;
   if (const std::string why = hushtest::PopulateWriteProblem(); !why.empty()) {
     // The fallback (Create): every block reserved at creation, so that no page written through
     // the mapping can raise SIGBUS on a full file system.
@@ -566,15 +569,16 @@ TEST(RingStream, AFileRingReservesEachSubBufferWhenItsFirstPacketOpens) {
     return;
   }
   EXPECT_GE(reserved(), first);
-  EXPECT_LT(reserved(), first + config.subbuf_size) << "only the header and sub-buffer 0 at creation";
+  EXPECT_LT(reserved(), first + kReservationStep) << "only the header and the start of sub-buffer 0";
   ThreadWriter w{};
   std::uint64_t ts = 1000;
   for (int packet = 0; packet < 4; ++packet) {
     ASSERT_TRUE(r->OpenPacket(w, ts, kTid, "t"));
     r->ClosePacket(w, ++ts);
   }
-  EXPECT_GE(reserved(), kRingHeaderSize + 4 * config.subbuf_size);
-  EXPECT_LT(reserved(), kRingHeaderSize + 5 * config.subbuf_size);
+  // Sub-buffers 1-3 whole; sub-buffer 0 still its start only (no event went past it).
+  EXPECT_GE(reserved(), first + 3 * config.subbuf_size);
+  EXPECT_LT(reserved(), first + 3 * config.subbuf_size + kReservationStep);
   // The packets the producer wrote are intact (the zeros went only to sub-buffers never opened).
   for (std::uint64_t seq = 0; seq < 4; ++seq) {
     PacketHeader h{};
@@ -582,6 +586,50 @@ TEST(RingStream, AFileRingReservesEachSubBufferWhenItsFirstPacketOpens) {
     EXPECT_EQ(h.magic, kCtfMagic);
     EXPECT_EQ(h.packet_seq_num, seq);
   }
+}
+
+// Sub-buffer 0 is reserved in steps (ring_buffer.h, "First sub-buffer"): while a packet is open
+// there, the producer's `end` stops at the reserved part, an event past it is PastReservation,
+// and ExtendReservation reserves at least kReservationStep more (the blocks are there after it)
+// and moves `end`, up to the packet's end, where the window is gone.
+TEST(RingStream, SubBufferZeroIsReservedAsTheProducerReachesIt) {
+  FileRing f;
+  ASSERT_NE(f.ring, nullptr) << f.error;
+  if (const std::string why = hushtest::PopulateWriteProblem(); !why.empty()) GTEST_SKIP() << why;
+  std::unique_ptr<Ring>& r = f.ring;
+  const RingConfig& config = f.config;
+  const auto reserved = [&] {
+    struct stat st;
+    EXPECT_EQ(::fstatat(f.dirfd, ".ring_0", &st, 0), 0);
+    return static_cast<std::size_t>(st.st_blocks) * 512;
+  };
+  ThreadWriter w{};
+  ASSERT_TRUE(r->OpenPacket(w, 1000, kTid, "t"));
+  char* const start = r->packet(0);
+  char* const packet_end = start + config.subbuf_size;
+  ASSERT_EQ(w.end.load(), start + kFirstReservation);
+  EXPECT_FALSE(r->PastReservation(start + kFirstReservation));
+  EXPECT_TRUE(r->PastReservation(start + kFirstReservation + 1));
+  std::size_t blocks = reserved();
+  char* end = w.end.load();
+  int steps = 0;
+  while (end != packet_end) {
+    ASSERT_TRUE(r->ExtendReservation(w, end + 1)) << std::strerror(errno);
+    ASSERT_GT(w.end.load(), end);
+    EXPECT_GE(w.end.load() - end, static_cast<std::ptrdiff_t>(std::min<std::size_t>(kReservationStep, packet_end - end)));
+    end = w.end.load();
+    EXPECT_GE(reserved(), kRingHeaderSize + static_cast<std::size_t>(end - start)) << "blocks for what `end` allows";
+    EXPECT_GT(reserved(), blocks);
+    blocks = reserved();
+    ++steps;
+  }
+  EXPECT_FALSE(r->PastReservation(packet_end));
+  EXPECT_EQ(steps, static_cast<int>((config.subbuf_size - kFirstReservation + kReservationStep - 1) / kReservationStep));
+  // The next packet in sub-buffer 0 (flight mode laps; here: the same ring after close and a new
+  // open of packet 8 would come there) has the whole sub-buffer: no window.
+  r->ClosePacket(w, 2000);
+  ASSERT_TRUE(r->OpenPacket(w, 2001, kTid, "t"));
+  EXPECT_EQ(w.end.load(), r->packet(1) + config.subbuf_size);
 }
 
 // In memory (tests, recovery): nothing to map.
