@@ -435,6 +435,12 @@ struct FileRing {
   ~FileRing() {
     if (dirfd >= 0) ::close(dirfd);
   }
+  // The blocks the ring file holds now.
+  std::size_t ReservedBytes() const {
+    struct stat st;
+    EXPECT_EQ(::fstatat(dirfd, ".ring_0", &st, 0), 0);
+    return static_cast<std::size_t>(st.st_blocks) * 512;
+  }
   TempDir dir;
   int dirfd;
   RingConfig config;
@@ -556,11 +562,7 @@ TEST(RingStream, AFileRingReservesEachSubBufferWhenItsFirstPacketOpens) {
   ASSERT_NE(f.ring, nullptr) << f.error;
   std::unique_ptr<Ring>& r = f.ring;
   const RingConfig& config = f.config;
-  const auto reserved = [&] {
-    struct stat st;
-    EXPECT_EQ(::fstatat(f.dirfd, ".ring_0", &st, 0), 0);
-    return static_cast<std::size_t>(st.st_blocks) * 512;
-  };
+  const auto reserved = [&] { return f.ReservedBytes(); };
   const std::size_t first = kRingHeaderSize + kFirstReservation;
   if (const std::string why = hushtest::PopulateWriteProblem(); !why.empty()) {
     // The fallback (Create): every block reserved at creation, so that no page written through
@@ -598,11 +600,7 @@ TEST(RingStream, SubBufferZeroIsReservedAsTheProducerReachesIt) {
   if (const std::string why = hushtest::PopulateWriteProblem(); !why.empty()) GTEST_SKIP() << why;
   std::unique_ptr<Ring>& r = f.ring;
   const RingConfig& config = f.config;
-  const auto reserved = [&] {
-    struct stat st;
-    EXPECT_EQ(::fstatat(f.dirfd, ".ring_0", &st, 0), 0);
-    return static_cast<std::size_t>(st.st_blocks) * 512;
-  };
+  const auto reserved = [&] { return f.ReservedBytes(); };
   ThreadWriter w{};
   ASSERT_TRUE(r->OpenPacket(w, 1000, kTid, "t"));
   char* const start = r->packet(0);
