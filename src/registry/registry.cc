@@ -26,6 +26,7 @@ struct FoundModule {
   std::uintptr_t base = 0;
   std::string name;
   bool first = false;  // the executable (the first module dl_iterate_phdr reports)
+  bool self = false;   // the module holding this code (the runtime's own, or the executable)
   std::vector<internal::Descriptor*> found;
   std::vector<JumpSite> jumps;
 };
@@ -91,8 +92,10 @@ int OnModule(dl_phdr_info* info, std::size_t, void* arg) {
   m.name = info->dlpi_name != nullptr ? info->dlpi_name : "";
   m.first = ctx->first;
   ctx->first = false;
+  const auto here = reinterpret_cast<std::uintptr_t>(&OnModule);
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type == PT_LOAD && here - (info->dlpi_addr + ph.p_vaddr) < ph.p_memsz) m.self = true;
     if (ph.p_type != PT_NOTE) continue;
     const char* p = reinterpret_cast<const char*>(info->dlpi_addr + ph.p_vaddr);
     ScanNotes(p, p + ph.p_memsz, &m);
@@ -110,7 +113,9 @@ int OnModuleStillThere(dl_phdr_info* info, std::size_t, void* arg) {
 // after dl_iterate_phdr returned). Once dlopen holds a reference, a second walk that still finds
 // that name at that base proves the reference is to the module whose notes were read (another
 // object under that name at another address does not count). The executable needs none: it is
-// never unloaded. (The link_map that dlinfo gives is not read: the loader writes it under its
+// never unloaded; nor does the module holding this code, which cannot be unloaded while it runs
+// and takes the registry with it when it is (and pinning it from the start of every session cost
+// a dlopen and the dlsym of its wrapper, ~10 us of each traced exec). (The link_map that dlinfo gives is not read: the loader writes it under its
 // own lock, which the sanitizers do not see.)
 void* Pin(const FoundModule& m) {
   if (m.name.empty()) return nullptr;
@@ -180,7 +185,7 @@ std::size_t Registry::ScanLocked() {
     if (known) continue;
     Module mod;
     mod.base = fm.base;
-    if (!fm.first) {
+    if (!fm.first && !fm.self) {
       mod.handle = Pin(fm);
       if (mod.handle == nullptr) continue;  // unloaded since the walk: its memory is gone
       // The walk may have met the module while another thread's dlopen was still relocating it

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -26,6 +27,7 @@
 
 #include "recover/recover_test_util.h"
 #include "format/packet.h"
+#include "recover/recover.h"
 #include "ring/ring_layout.h"
 
 // The same tracepoint as the victim's, emitted by this process in the WriterWindows test.
@@ -33,6 +35,8 @@ HUSH_TRACEPOINT(recover, seq, (std::uint32_t, thread), (std::uint64_t, seq), (st
 
 namespace {
 
+using hush::recover::HasLeftovers;
+using hush::recover::TraceBeingWritten;
 using rectest::BtResult;
 using rectest::Result;
 using rectest::VictimSpec;
@@ -197,14 +201,19 @@ TEST(RandomKill, Loop) {
 
 // --- special cases ---------------------------------------------------------------------------------
 
-TEST(Recover, CleanlyStoppedTraceIsLeftAlone) {
+// The victim's threads emit `events` each and it returns from main: a cleanly stopped trace.
+void RunCleanly(const std::string& dir, unsigned threads, std::uint64_t events) {
   VictimSpec spec;
   spec.crash = "return";
-  spec.threads = 2;
-  spec.events = 500;
-  TraceDir dir("clean");
-  const Result victim = rectest::RunVictim(spec, dir.path());
+  spec.threads = threads;
+  spec.events = events;
+  const Result victim = rectest::RunVictim(spec, dir);
   ASSERT_TRUE(victim.exited && victim.code == 0) << victim.Describe();
+}
+
+TEST(Recover, CleanlyStoppedTraceIsLeftAlone) {
+  TraceDir dir("clean");
+  ASSERT_NO_FATAL_FAILURE(RunCleanly(dir.path(), 2, 500));
   ASSERT_TRUE(rectest::RingFiles(dir.path()).empty());
   const auto before = rectest::Snapshot(dir.path());
   const Result r = rectest::Recover(dir.path());
@@ -528,6 +537,90 @@ TEST(Recover, ReadingCommandsRemoveAnEmptyRingDirectorySilently) {
   EXPECT_FALSE(rectest::Exists(dir.path() + "/.ring"));
 }
 
+// Moves the ring files of `dir` to where earlier versions kept them: DIR/.ring/ring_N (0700),
+// with, if `marker` is not empty, the crash marker DIR/.ring/crashed.
+void ToEarlierLayout(const std::string& dir, const std::string& marker) {
+  const std::vector<std::string> rings = rectest::RingFiles(dir);
+  ASSERT_FALSE(rings.empty()) << dir;
+  ASSERT_EQ(::mkdir((dir + "/.ring").c_str(), 0700), 0) << dir;
+  for (const std::string& name : rings) {  // ".ring_N" -> ".ring/ring_N"
+    const std::string to = dir + "/.ring/" + name.substr(1);
+    ASSERT_EQ(::rename((dir + "/" + name).c_str(), to.c_str()), 0) << name;
+  }
+  if (!marker.empty()) {
+    ASSERT_TRUE(rectest::WriteFile(dir + "/.ring/crashed", marker));
+  }
+  ASSERT_TRUE(rectest::RingFiles(dir).empty());
+}
+
+// A trace written by an earlier version keeps its rings in DIR/.ring/ring_N and its crash marker
+// in DIR/.ring/crashed. Recovering it gives the same trace as the same crash in today's layout
+// (DIR/.ring_N): ring N still goes to stream_N, nothing is missed or doubled. The marker is
+// reported, and DIR/.ring goes (nothing would remove it later). A reading command recovers it
+// first, as it does a trace of today.
+TEST(Recover, EarlierVersionsRingDirectoryRecoversTheSameEvents) {
+  // The tid and pid are never checked against live processes: made up.
+  const std::string marker = "signal 11 tid 4242 pid 4241\n";
+  const std::string said = "the program died of SIGSEGV in thread 4242 (pid 4241)";
+  for (const std::string mode : {"stream", "flight"}) {
+    SCOPED_TRACE(mode);
+    TraceDir base("legacy_base_" + mode);
+    // Flight: 64k rings that wrap (overwritten packets); stream: 256k, some events already
+    // written by the consumer, the rest in the rings.
+    if (mode == "flight") {
+      MakeCrashedTrace(base.path(), mode, 3, 6000, "64k");
+    } else {
+      MakeCrashedTrace(base.path(), mode, 3, 2000, "256k");
+    }
+    ASSERT_EQ(rectest::RingFiles(base.path()).size(), 3u);
+    TraceDir today("legacy_today_" + mode), earlier("legacy_earlier_" + mode),
+        read("legacy_read_" + mode);
+    ASSERT_TRUE(rectest::CopyTree(base.path(), today.path()));
+    ASSERT_TRUE(rectest::CopyTree(base.path(), earlier.path()));
+    ASSERT_TRUE(rectest::CopyTree(base.path(), read.path()));
+    ToEarlierLayout(earlier.path(), marker);
+    ToEarlierLayout(read.path(), marker);
+    if (testing::Test::HasFatalFailure()) return;
+
+    const Result expected = rectest::Recover(today.path());
+    ASSERT_TRUE(expected.exited && expected.code == 0) << expected.Describe();
+    const Result r = rectest::Recover(earlier.path());
+    ASSERT_TRUE(r.exited && r.code == 0) << r.Describe();
+    EXPECT_NE(r.out.find("3 of 3 rings recovered"), std::string::npos) << r.Describe();
+    for (const char* ring : {".ring/ring_0", ".ring/ring_1", ".ring/ring_2"}) {
+      EXPECT_NE(r.out.find(ring), std::string::npos) << ring << " not reported\n" << r.Describe();
+    }
+    EXPECT_NE(r.out.find(earlier.path() + ": " + said), std::string::npos) << r.Describe();
+    EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.Describe();
+    EXPECT_NE(r.out.find("removed the ring files of"), std::string::npos) << r.Describe();
+    EXPECT_FALSE(rectest::Exists(earlier.path() + "/.ring")) << "the earlier .ring/ is kept";
+    EXPECT_TRUE(rectest::RingFiles(earlier.path()).empty());
+    EXPECT_FALSE(HasLeftovers(earlier.path()));
+    // The same stream files and metadata, byte for byte, as the recovery of today's layout.
+    EXPECT_EQ(rectest::Snapshot(earlier.path()), rectest::Snapshot(today.path()));
+    const Result dump_today = rectest::Run({rectest::CliPath(), "dump", today.path()});
+    ASSERT_TRUE(dump_today.exited && dump_today.code == 0) << dump_today.Describe();
+    EXPECT_NE(dump_today.out, "");
+    const Result dump_earlier = rectest::Run({rectest::CliPath(), "dump", earlier.path()});
+    ASSERT_TRUE(dump_earlier.exited && dump_earlier.code == 0) << dump_earlier.Describe();
+    EXPECT_EQ(dump_earlier.out, dump_today.out) << "not the events of the same crash";
+    const Result again = rectest::Recover(earlier.path());
+    EXPECT_TRUE(again.exited && again.code == 0) << again.Describe();
+    EXPECT_NE(again.out.find("closed cleanly"), std::string::npos) << again.Describe();
+    EXPECT_EQ(again.out.find("died of"), std::string::npos) << "the marker was kept\n"
+                                                            << again.Describe();
+
+    // A reading command on the earlier layout: recovered first, the crash said on stderr.
+    const Result dump_read = rectest::Run({rectest::CliPath(), "dump", read.path()});
+    ASSERT_TRUE(dump_read.exited && dump_read.code == 0) << dump_read.Describe();
+    EXPECT_NE(dump_read.err.find("its writer died; recovered"), std::string::npos)
+        << dump_read.Describe();
+    EXPECT_NE(dump_read.err.find(said), std::string::npos) << dump_read.Describe();
+    EXPECT_EQ(dump_read.out, dump_today.out) << "not the events of the same crash";
+    EXPECT_FALSE(rectest::Exists(read.path() + "/.ring"));
+  }
+}
+
 TEST(Recover, ReadingCommandsReadALiveTraceAsItIs) {
   VictimSpec spec;
   spec.crash = "wait";
@@ -591,6 +684,170 @@ TEST(Recover, CommandLine) {
   const Result not_trace = rectest::Run({rectest::CliPath(), "recover", empty.path()});
   EXPECT_TRUE(not_trace.exited && not_trace.code == 1) << not_trace.Describe();
   EXPECT_NE(not_trace.err.find("not a hushtrace trace directory"), std::string::npos) << not_trace.Describe();
+}
+
+// --- a session's lock on its trace directory (recover::TraceBeingWritten, HasLeftovers) ---
+//
+// While a session runs it holds a shared flock on its trace directory, which `ship --watch` and
+// the reading commands test with recover::TraceBeingWritten: the ring files alone cannot say it
+// (a session that has not emitted yet has none, a dead writer leaves them).
+
+// A session in this process: the lock is held from Start, before the first event creates a ring,
+// to Stop, and a probe leaves it as it found it. A stopped trace has no leftovers.
+TEST(TraceBeingWritten, HeldFromStartToStopEvenBeforeTheFirstEvent) {
+  for (const hush::Mode mode : {hush::Mode::kStream, hush::Mode::kFlight}) {
+    SCOPED_TRACE(mode == hush::Mode::kStream ? "stream" : "flight");
+    TraceDir dir("lock_session");
+    EXPECT_FALSE(TraceBeingWritten(dir.path())) << "no directory yet";
+    hush::SessionOptions options;
+    options.events = {"recover:*"};
+    options.output_dir = dir.path();
+    options.mode = mode;
+    options.buffer_size = 64 * 1024;
+    std::string error;
+    auto session = hush::Session::Start(options, &error);
+    ASSERT_NE(session, nullptr) << error;
+    // Before the first event: a metadata file and no ring, as a complete trace looks.
+    ASSERT_TRUE(rectest::RingFiles(dir.path()).empty()) << "the premise: no ring yet";
+    EXPECT_TRUE(TraceBeingWritten(dir.path())) << "a started session without a ring yet";
+    EXPECT_TRUE(TraceBeingWritten(dir.path())) << "the first probe took the lock away";
+    HUSH_TRACE(recover, seq, std::uint32_t{0}, std::uint64_t{0}, std::string_view("x"));
+    ASSERT_FALSE(rectest::RingFiles(dir.path()).empty());
+    EXPECT_TRUE(TraceBeingWritten(dir.path()));
+    EXPECT_TRUE(HasLeftovers(dir.path())) << "a running session's ring file";
+    session->Stop();
+    EXPECT_FALSE(TraceBeingWritten(dir.path())) << "the lock outlives Stop";
+    EXPECT_FALSE(HasLeftovers(dir.path())) << "a cleanly stopped trace";
+    EXPECT_TRUE(rectest::Exists(dir.path() + "/metadata"));
+  }
+}
+
+// The lock goes with its process, crash or not: a SIGKILLed writer's trace is not being written
+// (recover, ship --watch go ahead), and what it left is.
+TEST(TraceBeingWritten, FalseOnceTheWriterIsKilled) {
+  VictimSpec spec;
+  spec.crash = "wait";
+  spec.threads = 2;
+  spec.events = 100;  // then the threads block
+  TraceDir dir("lock_killed");
+  rectest::Child child(rectest::VictimArgv(spec), rectest::VictimEnv(spec, dir.path()));
+  ASSERT_TRUE(child.WaitFor("ready")) << child.Wait().Describe();
+  EXPECT_TRUE(TraceBeingWritten(dir.path())) << "a live writer";
+  EXPECT_TRUE(HasLeftovers(dir.path())) << "a live writer's rings";
+  child.Kill(SIGKILL);
+  const Result victim = child.Wait();
+  ExpectDeath("sigkill", victim);
+  // Reaped: the kernel closed its descriptors, the lock with them. No waiting for it.
+  EXPECT_FALSE(TraceBeingWritten(dir.path())) << "a dead writer's lock";
+  EXPECT_TRUE(HasLeftovers(dir.path())) << "the rings it left";
+  const Result r = rectest::Recover(dir.path());
+  EXPECT_TRUE(r.exited && r.code == 0) << r.Describe();
+  EXPECT_FALSE(HasLeftovers(dir.path())) << r.Describe();
+  EXPECT_FALSE(TraceBeingWritten(dir.path()));
+}
+
+// Waits (at most 10 s) for `pid`, a child of this process, to exit, without reaping it.
+bool WaitForExitNotReaped(pid_t pid) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    siginfo_t info = {};
+    const int r = ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT);
+    if (r == 0 && info.si_pid == pid) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return false;
+}
+
+// A fork child inherits the open file description that holds the lock. A followed child
+// (HUSHTRACE_FOLLOW=1) writes the same trace: it is being written for as long as the child lives,
+// after its parent returned from main and stopped its session. A child that does not follow
+// writes nothing there and holds no lock: the trace is complete when the parent is gone.
+TEST(TraceBeingWritten, AFollowedForkChildHoldsTheLockAfterItsParentExits) {
+  for (const bool follow : {true, false}) {
+    SCOPED_TRACE(follow ? "HUSHTRACE_FOLLOW=1" : "not followed");
+    VictimSpec spec;
+    spec.crash = "fork-wait";
+    spec.events = 100;
+    TraceDir dir(follow ? "lock_follow" : "lock_no_follow");
+    std::vector<std::string> env = rectest::VictimEnv(spec, dir.path());
+    if (follow) env.push_back("HUSHTRACE_FOLLOW=1");
+    rectest::Child parent(rectest::VictimArgv(spec), env);
+    ASSERT_TRUE(parent.WaitFor("parent returns\n")) << parent.Wait().Describe();
+    const std::string& out = parent.output();
+    const std::size_t at = out.find("child ");
+    ASSERT_NE(at, std::string::npos) << out;
+    const pid_t child = static_cast<pid_t>(std::atoi(out.c_str() + at + 6));
+    ASSERT_GT(child, 0) << out;
+    // The orphaned child (not ours to reap) is killed whatever happens below; once it is known
+    // dead, its pid is forgotten (it may be reused).
+    struct KillAtEnd {
+      pid_t pid;
+      ~KillAtEnd() {
+        if (pid > 0) ::kill(pid, SIGKILL);
+      }
+    } kill_child{child};
+    ASSERT_TRUE(WaitForExitNotReaped(parent.pid())) << "the parent did not exit";
+    EXPECT_EQ(TraceBeingWritten(dir.path()), follow) << "the parent exited, its child lives";
+    // The followed child's ring; none otherwise (the parent stopped cleanly).
+    EXPECT_EQ(HasLeftovers(dir.path()), follow);
+    ASSERT_EQ(::kill(child, SIGKILL), 0);
+    // Reaps the parent and reads its stdout to the end, which comes when the child, the last to
+    // hold it, is dead: its descriptors are closed, the lock's included.
+    const Result r = parent.Wait();
+    kill_child.pid = 0;
+    EXPECT_TRUE(r.exited && r.code == 0) << r.Describe();
+    EXPECT_FALSE(TraceBeingWritten(dir.path())) << "the lock outlives the last process";
+    if (follow) {
+      const Result rec = rectest::Recover(dir.path());
+      EXPECT_TRUE(rec.exited && rec.code == 0) << rec.Describe();
+      EXPECT_NE(rec.out.find("1 of 1 ring recovered"), std::string::npos) << rec.Describe();
+    }
+  }
+}
+
+// What a session leaves only when it did not stop: a ring file, a crash marker, a metadata
+// rewrite cut short, an earlier version's .ring/ (empty or not). Each of them alone makes a
+// cleanly stopped trace one to recover; other names do not.
+TEST(HasLeftovers, EachLeftoverAloneCountsOnACleanlyStoppedTrace) {
+  TraceDir dir("leftovers");
+  ASSERT_NO_FATAL_FAILURE(RunCleanly(dir.path(), 2, 100));
+  ASSERT_TRUE(rectest::Exists(dir.path() + "/stream_0"));
+  EXPECT_FALSE(HasLeftovers(dir.path())) << "a cleanly stopped trace";
+  EXPECT_FALSE(TraceBeingWritten(dir.path())) << "a cleanly stopped trace";
+  EXPECT_FALSE(HasLeftovers(dir.path() + "/missing"));
+  EXPECT_FALSE(TraceBeingWritten(dir.path() + "/missing"));
+  struct Entry {
+    const char* name;
+    bool directory;
+    bool leftover;
+  };
+  const Entry entries[] = {
+      {".ring_0", false, true},         // ring files
+      {".ring_17", false, true},
+      {".crashed", false, true},        // the crash marker
+      {".metadata.tmp", false, true},   // a metadata rewrite cut short
+      {".ring", true, true},            // an earlier version's ring directory, even empty
+      {".ring_", false, false},         // not ring names
+      {".ring_x", false, false},
+      {"snapshots", true, false},       // a flight recorder's triggered snapshots
+  };
+  for (const Entry& e : entries) {
+    SCOPED_TRACE(e.name);
+    const std::string path = dir.path() + "/" + e.name;
+    if (e.directory) {
+      ASSERT_EQ(::mkdir(path.c_str(), 0700), 0);
+    } else {
+      ASSERT_TRUE(rectest::WriteFile(path, "x"));
+    }
+    EXPECT_EQ(HasLeftovers(dir.path()), e.leftover);
+    if (std::string(e.name) == ".ring") {  // with a ring in it
+      ASSERT_TRUE(rectest::WriteFile(path + "/ring_0", "x"));
+      EXPECT_TRUE(HasLeftovers(dir.path()));
+      ASSERT_EQ(::unlink((path + "/ring_0").c_str()), 0);
+    }
+    ASSERT_EQ(e.directory ? ::rmdir(path.c_str()) : ::unlink(path.c_str()), 0);
+    EXPECT_FALSE(HasLeftovers(dir.path())) << "after removing it";
+  }
 }
 
 // --- the writer dying between two steps of a write-out ---------------------------------------------

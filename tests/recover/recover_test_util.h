@@ -43,6 +43,7 @@ class Child {
   pid_t pid() const { return pid_; }
   // Waits until stdout contains `text` (false on timeout or end of output).
   bool WaitFor(const std::string& text, int timeout_ms = 30000);
+  const std::string& output() const { return out_; }  // stdout read so far (by WaitFor)
   void Kill(int sig);
   Result Wait(int timeout_s = 120);
 

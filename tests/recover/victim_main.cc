@@ -18,6 +18,10 @@
 //                  memory: SIGSEGV in the middle of writing the event (a partial event)
 //   wait           never ends by itself: the test kills it (SIGKILL at a random moment)
 //   return         joins the threads and returns from main: a clean stop at exit
+//   fork-wait      no threads: the main thread emits EVENTS events and forks; the child emits
+//                  EVENTS events (into rings of its own under HUSHTRACE_FOLLOW=1), prints
+//                  "child PID" and waits (the test kills it; SIGALRM ends it after 30 s); the
+//                  parent then prints "parent returns" and returns from main (a clean stop)
 // "ready" is printed (and flushed) once every thread has emitted its first event.
 #include <signal.h>
 #include <stdio.h>
@@ -26,6 +30,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -83,6 +88,35 @@ void Emitter(std::uint32_t thread, std::uint64_t events, std::uint64_t pace) {
   ::_exit(64);
 }
 
+// Crash "fork-wait" (see the top of this file).
+int ForkWait(std::uint64_t events) {
+  for (std::uint64_t i = 0; i < events; ++i) {
+    HUSH_TRACE(recover, seq, std::uint32_t{0}, i, std::string_view("p"));
+  }
+  int ready[2];
+  if (::pipe(ready) != 0) return 70;
+  std::fflush(stdout);  // not printed twice
+  const pid_t pid = ::fork();
+  if (pid < 0) return 70;
+  if (pid == 0) {
+    ::close(ready[0]);
+    for (std::uint64_t i = 0; i < events; ++i) {
+      HUSH_TRACE(recover, seq, std::uint32_t{1}, i, std::string_view("c"));
+    }
+    ::alarm(30);  // never outlives a test that failed before killing it by much
+    std::printf("child %d\n", static_cast<int>(::getpid()));
+    std::fflush(stdout);
+    ::close(ready[1]);
+    for (;;) ::pause();
+  }
+  ::close(ready[1]);
+  char byte;
+  while (::read(ready[0], &byte, 1) < 0 && errno == EINTR) {
+  }
+  std::printf("parent returns\n");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -96,6 +130,7 @@ int main(int argc, char** argv) {
   const std::uint64_t after_ms = argc > 4 ? std::strtoull(argv[4], nullptr, 10) : 0;
   const std::uint64_t pace = argc > 5 ? std::strtoull(argv[5], nullptr, 10) : 0;
 
+  if (crash == "fork-wait") return ForkWait(events);
   if (crash == "return") {
     std::vector<std::thread> ts;
     for (std::uint32_t k = 0; k < threads; ++k) {
