@@ -9,7 +9,8 @@
 #   bench/startup_cost.sh                 # build dir: $HUSH_BENCH_BUILD_DIR, default build/
 #   HUSH_BENCH_STARTUP_RUNS=300 bench/startup_cost.sh
 #
-# Knobs: HUSH_BENCH_STARTUP_RUNS (default 300), HUSH_BENCH_EXT4_DIR (scratch on a disk file
+# Knobs: HUSH_BENCH_STARTUP_RUNS (default 300), HUSH_BENCH_KEEP_TRACES=1 (every run's trace kept
+# until the end, as a user's are, instead of removed after its run: see startup_runner.cc), HUSH_BENCH_EXT4_DIR (scratch on a disk file
 # system, default BUILD_DIR), HUSH_BENCH_TMPFS_DIR (default /dev/shm), HUSH_BENCH_OTHER_LIB (a
 # directory holding another libhushtrace.so.0.1, e.g. an older build: adds its two session
 # variants, same executable, LD_LIBRARY_PATH=DIR, to the same run).
@@ -34,7 +35,8 @@ if [ -n "${HUSH_BENCH_OTHER_LIB:-}" ]; then
     "other_tmpfs|$BIN/startup_hush|$SESSION={OUT2},LD_LIBRARY_PATH=$HUSH_BENCH_OTHER_LIB")
 fi
 set -x
-"$BIN/startup_runner" --runs "$RUNS" --warmup 10 --scratch "$EXT4" --scratch2 "$TMPFS" --out "$OUT" "${VARIANTS[@]}"
+KEEP=(); [ "${HUSH_BENCH_KEEP_TRACES:-0}" = 1 ] && KEEP=(--keep-traces)
+"$BIN/startup_runner" --runs "$RUNS" --warmup 10 --scratch "$EXT4" --scratch2 "$TMPFS" "${KEEP[@]}" --out "$OUT" "${VARIANTS[@]}"
 set +x
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$OUT" <<'PY'

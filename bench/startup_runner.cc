@@ -8,7 +8,10 @@
 // (a trace directory for that run), and {OUT2} the same under --scratch2 DIR (a second file
 // system: traces on ext4 and on tmpfs side by side in one run). Those directories are removed after each run except for the
 // first, middle and last recorded runs, which are kept and listed in the JSON ("kept") so that
-// the caller can check their traces. HUSHTRACE_* variables are removed from the inherited
+// the caller can check their traces. With --keep-traces they are all removed at the end instead:
+// a file system that skips the inodes deleted in the last minute when it allocates one (ext4
+// without a journal: recently_deleted()) makes every creation pay for the deletions before it,
+// which a user's traces, kept, do not. HUSHTRACE_* variables are removed from the inherited
 // environment. Each round runs every variant once, starting at a rotating position, after W
 // unrecorded warm-up rounds. Statistics per variant: median, min, p10, p90, mean (microseconds),
 // the median and minimum of the child's CPU time (user + system, all threads; unlike wall time it
@@ -88,6 +91,8 @@ double TvUs(const timeval& tv) {
 // Runs one variant once; returns the wall time in microseconds or a negative value on failure,
 // and the child's CPU time (all its threads, user + system) in *cpu_us.
 std::string g_scratch2;  // --scratch2, for {OUT2}
+bool g_keep_traces = false;  // --keep-traces
+std::vector<std::string> g_remove_at_end;
 
 double RunOnce(Variant& v, const std::string& scratch, int run, bool keep, double* cpu_us) {
   std::string out = scratch + "/" + v.name + "." + std::to_string(run);
@@ -134,6 +139,8 @@ double RunOnce(Variant& v, const std::string& scratch, int run, bool keep, doubl
   if (uses_out) {
     if (keep && ok) {
       v.kept.push_back(out);
+    } else if (g_keep_traces) {
+      g_remove_at_end.push_back(out);
     } else {
       std::error_code ec;
       std::filesystem::remove_all(out, ec);
@@ -144,7 +151,7 @@ double RunOnce(Variant& v, const std::string& scratch, int run, bool keep, doubl
 
 void Usage() {
   std::fprintf(stderr,
-               "usage: startup_runner --runs N [--warmup W] --scratch DIR [--scratch2 DIR] --out FILE.json "
+               "usage: startup_runner --runs N [--warmup W] --scratch DIR [--scratch2 DIR] [--keep-traces] --out FILE.json "
                "'NAME|EXE[|K=V,K=V]'...\n");
   std::exit(2);
 }
@@ -167,6 +174,8 @@ int main(int argc, char** argv) {
       scratch = argv[++i];
     } else if (a == "--scratch2" && i + 1 < argc) {
       g_scratch2 = argv[++i];
+    } else if (a == "--keep-traces") {
+      g_keep_traces = true;
     } else if (a == "--out" && i + 1 < argc) {
       out_path = argv[++i];
     } else if (!a.empty() && a[0] != '-') {
@@ -276,5 +285,9 @@ int main(int argc, char** argv) {
   }
   std::fprintf(f, "  ]\n}\n");
   std::fclose(f);
+  for (const std::string& dir : g_remove_at_end) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
   return 0;
 }
