@@ -203,10 +203,9 @@ std::unique_ptr<Ring> Ring::Create(int dirfd, std::uint32_t index, const RingCon
   // A page first touched through the mapping on a full file system kills the program with
   // SIGBUS, so every sub-buffer's blocks are reserved before the producer writes it: here the
   // header and the start of sub-buffer 0 (ring_buffer.h, "First sub-buffer"), by writing zeros
-  // with write() (which fails instead: ENOSPC, and is cheaper on ext4 than populating holes page
-  // by page), the rest of sub-buffer 0 as the producer's events reach it (ExtendReservation), the
-  // others when the producer first opens them (OpenPacket, ReserveSubbuf) or when the consumer
-  // populates a busy ring (Prefault).
+  // with write() (which fails instead: ENOSPC), the rest of sub-buffer 0 when the producer's
+  // events reach it (ExtendReservation), the others when the producer first opens them
+  // (OpenPacket, ReserveSubbuf) or when the consumer populates a busy ring (Prefault).
   // Not fallocate(): on ext4 unlinking a file with fallocated (unwritten) extents costs ~3 ms,
   // which a short program paid at exit (docs/benchmarks.md, "Per exec under a session"); the
   // zeros cost ~20 µs per 64 KiB and are pages the producer writes anyway.
@@ -412,30 +411,25 @@ bool Ring::OpenPacket(internal::ThreadWriter& w, std::uint64_t ts, std::uint32_t
   return true;
 }
 
-bool Ring::ExtendReservation(internal::ThreadWriter& w, const char* event_end) {
-  std::size_t want = subbuf_size_;
-  // Acquire: as in OpenPacket. A sub-buffer 0 the consumer has populated needs no more.
+bool Ring::ExtendReservation(internal::ThreadWriter& w) {
+  // Acquire: as in OpenPacket. A sub-buffer 0 the consumer has populated needs nothing more.
   if (populated_slots_.load(std::memory_order_acquire) == 0) {
     static const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-    const std::size_t need = static_cast<std::size_t>(event_end - data_);
-    want = std::min(subbuf_size_, std::max(need, subbuf0_reserved_ + kReservationStep));
     // Whole pages of the file (the header is one 4 KiB page; pages may be larger): from the page
-    // holding the first unreserved byte, which populating again changes nothing in, to the page
-    // holding the last byte wanted.
+    // holding the first unreserved byte, which populating again changes nothing in, to the end
+    // of the sub-buffer. As ReserveSubbuf: page_mkwrite reserves the blocks, the call fails
+    // (EFAULT) where a write would raise SIGBUS, and it changes no byte.
     char* const file = static_cast<char*>(mapping_);
     const std::size_t from = (kRingHeaderSize + subbuf0_reserved_) / page * page;
-    const std::size_t to = std::min(mapping_size_, (kRingHeaderSize + want + page - 1) / page * page);
-    want = std::min(subbuf_size_, to - kRingHeaderSize);
-    // As ReserveSubbuf: page_mkwrite reserves the blocks, the call fails (EFAULT) where a write
-    // would raise SIGBUS, and it changes no byte.
+    const std::size_t to = kRingHeaderSize + subbuf_size_;
     int rc;
     while ((rc = ::madvise(file + from, to - from, MADV_POPULATE_WRITE)) != 0 && errno == EINTR) {
     }
     if (rc != 0 && errno != EINVAL) return false;
   }
-  subbuf0_reserved_ = want;
-  reserved_end_ = want < subbuf_size_ ? data_ + want : nullptr;
-  w.end.store(reserved_end_ != nullptr ? reserved_end_ : packet_end_, std::memory_order_relaxed);
+  subbuf0_reserved_ = subbuf_size_;
+  reserved_end_ = nullptr;
+  w.end.store(packet_end_, std::memory_order_relaxed);
   return true;
 }
 
