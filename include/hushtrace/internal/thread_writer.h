@@ -5,7 +5,7 @@
 // writes packet bytes and the fields below, so reserve/commit needs no atomic read-modify-write:
 //
 //   nesting 0 -> 1       guard: a signal handler that interrupts an event sees nesting != 0
-//   p = pos              reserve: the open packet has [pos, end) free
+//   p = pos              reserve: the open packet has [pos, end) free, and its blocks reserved
 //   write header+fields  4-byte compact header (id, low 24 bits of the timestamp), then payload
 //   pos = p + size       commit locally
 //   commit.store(release)  publish the end offset for flushing, snapshots and crash recovery
@@ -18,9 +18,10 @@
 // commit is a handful of stores and an event the slow path withdraws (a field filter) leaves
 // nothing to undo.
 //
-// Everything unusual (no ring yet, packet full, id >= 255, timestamp gap >= 2^24 cycles, nested
-// call, slow clock mode, an event disabled between the site's check and its state read) goes to
-// the out-of-line slow path (ReserveSlow), which is cold.
+// Everything unusual (no ring yet, packet full, the reserved start of a ring's first sub-buffer
+// used up, id >= 255, timestamp gap >= 2^24 cycles, nested call, slow clock mode, an event
+// disabled between the site's check and its state read) goes to the out-of-line slow path
+// (ReserveSlow), which is cold.
 //
 // Memory ordering: the release store of `commit` pairs with the acquire load of the same word by
 // whoever reads the open packet (final flush, flight snapshot); a reader that sees offset X sees
@@ -79,9 +80,11 @@ inline constexpr int kCommitEventsShift = 32;
 
 struct ThreadWriter {
   char* pos;                 // next free byte of the open packet
-  // End of the open packet; nullptr: always take the slow path. Atomic because a stopping
-  // session clears it from another thread (relaxed: it only forces this thread into
-  // ReserveSlow, which re-checks the session generation with seq_cst).
+  // End of the open packet, or of the part of it whose blocks are reserved when that is less (a
+  // ring's first sub-buffer, src/ring/ring_buffer.h "First sub-buffer"); nullptr: always take
+  // the slow path. Atomic because a stopping session clears it from another thread (relaxed: it
+  // only forces this thread into ReserveSlow, which re-checks the session generation with
+  // seq_cst).
   std::atomic<char*> end;
   // Timestamp of the event Reserve / ReserveSlow reserved, which Commit stamps (slow path only;
   // the fast path keeps it in a register).
