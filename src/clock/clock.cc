@@ -74,7 +74,7 @@ std::uint64_t FrequencyOver(const Calibration& c, std::uint64_t ticks, std::uint
 
 bool TscIsInvariant() {
   // CPUID traps to the hypervisor in a VM: asked once, and not at all where glibc gives the bit
-  // from the leaves its dynamic loader read at the process's start (two CPUID calls cost ~17 us
+  // from the leaves its dynamic loader read at the process's start (two CPUID calls cost ~15 us
   // of every traced exec on a Firecracker VM, docs/benchmarks.md "Per exec under a session").
   static const bool invariant = [] {
 #if defined(__x86_64__) && defined(CPU_FEATURE_PRESENT)

@@ -92,7 +92,7 @@ int OnModule(dl_phdr_info* info, std::size_t, void* arg) {
   m.name = info->dlpi_name != nullptr ? info->dlpi_name : "";
   m.first = ctx->first;
   ctx->first = false;
-  const auto here = reinterpret_cast<std::uintptr_t>(&OnModule);
+  const auto here = reinterpret_cast<std::uintptr_t>(&OnModule);  // in a PT_LOAD of ours
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)& ph = info->dlpi_phdr[i];
     if (ph.p_type == PT_LOAD && here - (info->dlpi_addr + ph.p_vaddr) < ph.p_memsz) m.self = true;
@@ -113,10 +113,11 @@ int OnModuleStillThere(dl_phdr_info* info, std::size_t, void* arg) {
 // after dl_iterate_phdr returned). Once dlopen holds a reference, a second walk that still finds
 // that name at that base proves the reference is to the module whose notes were read (another
 // object under that name at another address does not count). The executable needs none: it is
-// never unloaded; nor does the module holding this code, which cannot be unloaded while it runs
-// and takes the registry with it when it is (and pinning it from the start of every session cost
-// a dlopen and the dlsym of its wrapper, ~10 us of each traced exec). (The link_map that dlinfo gives is not read: the loader writes it under its
-// own lock, which the sanitizers do not see.)
+// never unloaded. Nor does the module holding this code, which cannot be unloaded while it runs
+// and takes the registry with it when it is; pinning it at every session start cost a dlopen and
+// the first call's dlsym in the runtime's dlopen wrapper, ~9 us of each traced exec. (The
+// link_map that dlinfo gives is not read: the loader writes it under its own lock, which the
+// sanitizers do not see.)
 void* Pin(const FoundModule& m) {
   if (m.name.empty()) return nullptr;
   void* h = ::dlopen(m.name.c_str(), RTLD_LAZY | RTLD_NOLOAD);

@@ -98,9 +98,8 @@ int WriteAll(int fd, const char* data, std::size_t len) {
 }
 
 // Writes `len` zero bytes at the file offset of `fd` (writev(), not pwrite(): a sandbox may deny
-// pwrite to keep /proc/self/mem closed, tests/keys). One system call for a ring's header and
-// first sub-buffer (132 KiB by default: nine 16 KiB writes before, ~1 us each on a VM). Returns
-// 0 or an errno. Past RLIMIT_FSIZE this raises SIGXFSZ: the caller blocks it
+// pwrite to keep /proc/self/mem closed, tests/keys), up to 64 chunks of 16 KiB a system call:
+// one for what a ring reserves at creation. Returns 0 or an errno. Past RLIMIT_FSIZE this raises SIGXFSZ: the caller blocks it
 // (Core::CreateBufferFiles).
 int WriteZeros(int fd, std::size_t len) {
   static constexpr char kZeros[16384] = {};
@@ -208,7 +207,7 @@ std::unique_ptr<Ring> Ring::Create(int dirfd, std::uint32_t index, const RingCon
   // (OpenPacket, ReserveSubbuf) or when the consumer populates a busy ring (Prefault).
   // Not fallocate(): on ext4 unlinking a file with fallocated (unwritten) extents costs ~3 ms,
   // which a short program paid at exit (docs/benchmarks.md, "Per exec under a session"); the
-  // zeros cost ~20 µs per 64 KiB and are pages the producer writes anyway.
+  // zeros are pages the producer writes anyway.
   base::UniqueFd file(fd);
   // The budget pays for what is reserved now (more below if everything must be).
   std::uint64_t paid = 0;

@@ -85,8 +85,9 @@ struct WriteResult {
 class Ring {
  public:
   // Creates and maps `.ring_<index>` in the trace directory `dirfd` (0600, O_EXCL, O_NOFOLLOW).
-  // Only the header and sub-buffer 0 have their blocks reserved now; each later sub-buffer is
-  // reserved by the producer before its first packet opens, or by Prefault (ring_buffer.cc).
+  // Only the header and the start of sub-buffer 0 have their blocks reserved now (see "First
+  // sub-buffer"); each later sub-buffer is reserved by the producer before its first packet
+  // opens, or by Prefault (ring_buffer.cc).
   static std::unique_ptr<Ring> Create(int dirfd, std::uint32_t index, const RingConfig& config,
                                       std::string* error);
   // Maps an existing ring (for tests and recovery) over caller-provided memory.
