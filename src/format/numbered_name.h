@@ -1,4 +1,5 @@
-// Names of the numbered files of a trace directory (docs/format.md): stream_<N>, .ring_<N>.
+// Names of the files of a trace directory that its writers and readers share (docs/format.md):
+// the numbered stream_<N> and .ring_<N>, and the crash marker.
 // The one place they are spelled: writers build them with StreamName/RingName, readers parse
 // them with ParseNumberedName; N is the ring's index, shared by the pair.
 #ifndef HUSHTRACE_SRC_FORMAT_NUMBERED_NAME_H_
@@ -17,6 +18,10 @@ inline constexpr std::string_view kStreamPrefix = "stream_";
 inline constexpr std::string_view kRingPrefix = ".ring_";
 inline constexpr std::string_view kLegacyRingDir = ".ring";
 inline constexpr std::string_view kLegacyRingPrefix = "ring_";
+// The crash marker a fatal signal leaves (src/session/crash_handler.h), in the trace directory;
+// earlier versions left it as .ring/crashed.
+inline constexpr char kCrashMarker[] = ".crashed";
+inline constexpr char kLegacyCrashMarker[] = "crashed";
 
 // "stream_<index>" and ".ring_<index>", both in the trace directory.
 inline std::string StreamName(std::uint64_t index) {

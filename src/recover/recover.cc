@@ -989,8 +989,8 @@ std::uint64_t Report::Sum(std::uint64_t RingReport::*field) const {
 
 namespace {
 
-constexpr char kCrashMarker[] = ".crashed";       // src/session/crash_handler.h
-constexpr char kLegacyCrashMarker[] = "crashed";  // in an earlier version's .ring/
+using format::kCrashMarker;
+using format::kLegacyCrashMarker;
 
 // What DIR holds of a session that did not stop: its ring files, by index, each with the
 // directory it is in (DIR, or an earlier version's DIR/.ring).

@@ -11,6 +11,7 @@
 #include <cstddef>
 
 #include "base/unique_fd.h"
+#include "format/numbered_name.h"
 
 namespace hush::session::crash {
 namespace {
@@ -64,7 +65,7 @@ void WriteMarker(int sig) {
   p = AppendNumber(p, static_cast<unsigned long>(::getpid()));
   *p++ = '\n';
   const base::UniqueFd fd(
-      ::openat(dirfd, kMarkerName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+      ::openat(dirfd, format::kCrashMarker, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd) return;
   // One short write to a fresh file: complete unless the disk is full (then no marker).
   [[maybe_unused]] const ssize_t n = ::write(fd.get(), line, static_cast<std::size_t>(p - line));

@@ -27,7 +27,6 @@
 
 namespace hush::session::crash {
 
-inline constexpr char kMarkerName[] = ".crashed";  // in DIR, beside the ring files
 
 // From now on a fatal signal writes the marker in `dirfd` (the session's trace directory;
 // the descriptor must stay open until Disarm()).
