@@ -6,7 +6,15 @@
 #if defined(__x86_64__)
 #include <cpuid.h>
 #if __has_include(<sys/platform/x86.h>)
-#include <sys/platform/x86.h>  // glibc >= 2.33: the CPUID leaves ld.so read at start-up
+// glibc >= 2.33: the CPUID leaves ld.so read at start-up. The header is C: its inline functions
+// return _Bool, which GCC accepts in C++ and clang does not.
+#if defined(__clang__)
+#define _Bool bool
+#include <sys/platform/x86.h>
+#undef _Bool
+#else
+#include <sys/platform/x86.h>
+#endif
 #endif
 #endif
 
