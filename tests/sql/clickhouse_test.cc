@@ -461,6 +461,32 @@ TEST_F(ClickHouseShip, AgentShipsEachSnapshotAsItCompletes) {
             std::vector<std::string>{"3"});
 }
 
+// A session that has recorded nothing yet has no ring file, only its metadata: the agent must
+// still take its trace for one being written (the session's lock on the directory, docs/format.md
+// section 1) and ship it only once the session has stopped, with the event it recorded meanwhile.
+TEST_F(ClickHouseShip, AgentWaitsForASessionThatHasRecordedNothingYet) {
+  const std::string watch = tmp_ + "/watch";
+  ::mkdir(watch.c_str(), 0700);
+  SessionOptions options;
+  options.events = {"chship:*"};
+  options.output_dir = watch + "/live";
+  std::string error;
+  std::unique_ptr<Session> session = Session::Start(options, &error);
+  ASSERT_TRUE(session) << error;
+  ASSERT_EQ(::access((watch + "/live/metadata").c_str(), F_OK), 0);
+  ASSERT_NE(::access((watch + "/live/.ring_0").c_str(), F_OK), 0) << "no event yet: no ring";
+  const CommandResult early = Ship({"--watch", watch, "--to", To("fleet10"), "--host", "live", "--once"});
+  EXPECT_EQ(early.exit_code, 0) << early.err;
+  EXPECT_EQ(StateOf(watch), "") << "shipped while its session runs";
+  { HUSH_SPAN(chship, slow); }
+  session->Stop();
+  const CommandResult done = Ship({"--watch", watch, "--to", To("fleet10"), "--host", "live", "--once"});
+  EXPECT_EQ(done.exit_code, 0) << done.err;
+  EXPECT_EQ(StateOf(watch), "shipped live\n");
+  EXPECT_EQ(Q("SELECT count() FROM spans WHERE host = 'live' AND name = 'chship:slow'", "fleet10"),
+            std::vector<std::string>{"1"});
+}
+
 TEST_F(ClickHouseShip, BadArgumentsFailBeforeAnythingRuns) {
   const std::string bin = reader::test::HushtraceBinary();
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
