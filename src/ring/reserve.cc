@@ -48,10 +48,11 @@ char* Reserve(Owner& owner, Ring& r, internal::ThreadWriter& w, std::uint32_t id
     compact = id < kExtendedId;  // the packet begins at ts
     header = compact ? kCompactHeaderSize : kExtendedHeaderSize;
   }
-  // The event fits the packet but not the reserved start of sub-buffer 0 (ring_buffer.h, "First
-  // sub-buffer"): the rest is reserved first. On a full file system it is discarded and counted,
-  // and the next event tries again.
-  if (r.PastReservation(w.pos + header + payload_size) && !r.ExtendReservation(w)) {
+  // The event fits the packet but not yet the reserved part of sub-buffer 0 (ring_buffer.h,
+  // "First sub-buffer"): more is reserved first. On a full file system it is discarded and
+  // counted, and the next event tries again.
+  if (r.PastReservation(w.pos + header + payload_size) &&
+      !r.ExtendReservation(w, w.pos + header + payload_size)) {
     r.CountDiscarded(1);
     return nullptr;
   }

@@ -410,25 +410,30 @@ bool Ring::OpenPacket(internal::ThreadWriter& w, std::uint64_t ts, std::uint32_t
   return true;
 }
 
-bool Ring::ExtendReservation(internal::ThreadWriter& w) {
+bool Ring::ExtendReservation(internal::ThreadWriter& w, const char* event_end) {
+  std::size_t want = subbuf_size_;
   // Acquire: as in OpenPacket. A sub-buffer 0 the consumer has populated needs nothing more.
   if (populated_slots_.load(std::memory_order_acquire) == 0) {
     static const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    const std::size_t need = static_cast<std::size_t>(event_end - data_);
+    want = std::min(subbuf_size_, std::max(need, subbuf0_reserved_ + kReservationStep));
     // Whole pages of the file (the header is one 4 KiB page; pages may be larger): from the page
-    // holding the first unreserved byte, which populating again changes nothing in, to the end
-    // of the sub-buffer. As ReserveSubbuf: page_mkwrite reserves the blocks, the call fails
-    // (EFAULT) where a write would raise SIGBUS, and it changes no byte.
+    // holding the first unreserved byte, which populating again changes nothing in, to the page
+    // holding the last byte wanted.
     char* const file = static_cast<char*>(mapping_);
     const std::size_t from = (kRingHeaderSize + subbuf0_reserved_) / page * page;
-    const std::size_t to = kRingHeaderSize + subbuf_size_;
+    const std::size_t to = std::min(mapping_size_, (kRingHeaderSize + want + page - 1) / page * page);
+    want = std::min(subbuf_size_, to - kRingHeaderSize);
+    // As ReserveSubbuf: page_mkwrite reserves the blocks, the call fails (EFAULT) where a write
+    // would raise SIGBUS, and it changes no byte.
     int rc;
     while ((rc = ::madvise(file + from, to - from, MADV_POPULATE_WRITE)) != 0 && errno == EINTR) {
     }
     if (rc != 0 && errno != EINVAL) return false;
   }
-  subbuf0_reserved_ = subbuf_size_;
-  reserved_end_ = nullptr;
-  w.end.store(packet_end_, std::memory_order_relaxed);
+  subbuf0_reserved_ = want;
+  reserved_end_ = want < subbuf_size_ ? data_ + want : nullptr;
+  w.end.store(reserved_end_ != nullptr ? reserved_end_ : packet_end_, std::memory_order_relaxed);
   return true;
 }
 

@@ -52,13 +52,17 @@ struct RingConfig {
 // of sub-buffer 0 reserved (zeros written), not the whole sub-buffer: a short program's events
 // fit in a few pages, and every ring (a traced exec's, each thread's of a many-threaded program)
 // paid for writing 132 KiB of zeros at its first event. While sub-buffer 0 is not reserved whole,
-// the producer's `end` (thread_writer.h) stops at the reserved part; the first event past it
-// takes the slow path, which reserves the rest of the sub-buffer with one MADV_POPULATE_WRITE
-// (ExtendReservation) before the event is written: a thread that got that far is a busy one,
-// and one call for the rest costs it less than the zeros did (59 against 65 us for 96 KiB used,
-// tmpfs; 32 KiB steps cost 70 us: docs/benchmarks.md, "Per exec under a session"). The budget
-// pays for the whole sub-buffer at creation, as before.
+// the producer's `end` (thread_writer.h) stops at the reserved part; an event past it takes the
+// slow path, which reserves the next kReservationStep bytes, or up to the event's end if that is
+// further, with MADV_POPULATE_WRITE (ExtendReservation) before the event is written. Populating
+// costs more per page than writing zeros does, and less than writing them for pages never used:
+// bench/ring_reserve_cost on tmpfs, a thread that uses 16 KiB pays 19 us instead of 48 us, one
+// that uses 64 KiB 53 us instead of 58, 96 KiB 69 us instead of 65, all 128 KiB 78 us instead
+// of 72; the rest of the sub-buffer in one call at the first step costs 74 us for each of the
+// last three (docs/benchmarks.md, "Per exec under a session"). The budget pays for the whole
+// sub-buffer at creation, as before.
 inline constexpr std::size_t kFirstReservation = 16 * 1024;
+inline constexpr std::size_t kReservationStep = 32 * 1024;
 
 // Where a snapshot copy of a ring stands (CopyForSnapshot): private to the snapshot, so that a
 // snapshot never moves what WriteNew() writes next nor what the producer counts as saved.
@@ -105,14 +109,15 @@ class Ring {
                   const char* thread_name);
   // Closes the open packet (if any) at `ts_end` and publishes it.
   void ClosePacket(internal::ThreadWriter& w, std::uint64_t ts_end);
-  // Sub-buffer 0 is reserved in two steps (see "First sub-buffer" below): whether an event ending
-  // at `event_end` in the open packet lies past what is reserved, and the producer's call that
-  // reserves the rest (false: no space on the file system; the caller discards and counts, and a
-  // later event tries again). Both are the producer's, from the out-of-line slow path.
+  // Sub-buffer 0 is reserved in steps (see "First sub-buffer" below): whether an event ending at
+  // `event_end` in the open packet lies past what is reserved, and the producer's call that
+  // reserves up to there, and more (false: no space on the file system; the caller discards and
+  // counts, and a later event tries again). Both are the producer's, from the out-of-line slow
+  // path.
   bool PastReservation(const char* event_end) const {
     return reserved_end_ != nullptr && event_end > reserved_end_;
   }
-  bool ExtendReservation(internal::ThreadWriter& w);
+  bool ExtendReservation(internal::ThreadWriter& w, const char* event_end);
   // Any thread (relaxed): Core::Stop asks while a straggler may still be opening a packet.
   bool HasOpenPacket() const { return open_.load(std::memory_order_relaxed); }
   std::uint64_t LastEndTimestamp() const { return last_end_ts_; }

@@ -46,6 +46,7 @@ using hush::internal::ThreadWriter;
 using hush::format::kCtfMagic;
 using hush::ring::kPacketHeaderSize;
 using hush::ring::kFirstReservation;
+using hush::ring::kReservationStep;
 using hush::ring::kRingHeaderSize;
 using hush::format::PacketHeader;
 using hush::ring::Ring;
@@ -570,7 +571,7 @@ TEST(RingStream, AFileRingReservesEachSubBufferWhenItsFirstPacketOpens) {
     return;
   }
   EXPECT_GE(reserved(), first);
-  EXPECT_LT(reserved(), first + 4096) << "only the header and the start of sub-buffer 0";
+  EXPECT_LT(reserved(), first + kReservationStep) << "only the header and the start of sub-buffer 0";
   ThreadWriter w{};
   std::uint64_t ts = 1000;
   for (int packet = 0; packet < 4; ++packet) {
@@ -579,7 +580,7 @@ TEST(RingStream, AFileRingReservesEachSubBufferWhenItsFirstPacketOpens) {
   }
   // Sub-buffers 1-3 whole; sub-buffer 0 still its start only (no event went past it).
   EXPECT_GE(reserved(), first + 3 * config.subbuf_size);
-  EXPECT_LT(reserved(), first + 3 * config.subbuf_size + 4096);
+  EXPECT_LT(reserved(), first + 3 * config.subbuf_size + kReservationStep);
   // The packets the producer wrote are intact (the zeros went only to sub-buffers never opened).
   for (std::uint64_t seq = 0; seq < 4; ++seq) {
     PacketHeader h{};
@@ -589,11 +590,11 @@ TEST(RingStream, AFileRingReservesEachSubBufferWhenItsFirstPacketOpens) {
   }
 }
 
-// Sub-buffer 0 is reserved in two steps (ring_buffer.h, "First sub-buffer"): while a packet is
-// open there, the producer's `end` stops at the reserved start, an event past it is
-// PastReservation, and ExtendReservation reserves the rest (the blocks are there after it) and
-// moves `end` to the packet's end, where the window is gone for this packet and the next ones.
-TEST(RingStream, SubBufferZeroIsReservedWhenTheProducerGoesPastItsStart) {
+// Sub-buffer 0 is reserved in steps (ring_buffer.h, "First sub-buffer"): while a packet is open
+// there, the producer's `end` stops at the reserved part, an event past it is PastReservation,
+// and ExtendReservation reserves at least kReservationStep more (the blocks are there after it)
+// and moves `end`, up to the packet's end, where the window is gone.
+TEST(RingStream, SubBufferZeroIsReservedAsTheProducerReachesIt) {
   FileRing f;
   ASSERT_NE(f.ring, nullptr) << f.error;
   if (const std::string why = hushtest::PopulateWriteProblem(); !why.empty()) GTEST_SKIP() << why;
@@ -606,15 +607,42 @@ TEST(RingStream, SubBufferZeroIsReservedWhenTheProducerGoesPastItsStart) {
   ASSERT_EQ(w.end.load(), start + kFirstReservation);
   EXPECT_FALSE(r->PastReservation(start + kFirstReservation));
   EXPECT_TRUE(r->PastReservation(start + kFirstReservation + 1));
-  EXPECT_LT(f.ReservedBytes(), kRingHeaderSize + config.subbuf_size);
-  ASSERT_TRUE(r->ExtendReservation(w)) << std::strerror(errno);
-  EXPECT_EQ(w.end.load(), packet_end);
-  EXPECT_GE(f.ReservedBytes(), kRingHeaderSize + config.subbuf_size) << "blocks for all of sub-buffer 0";
+  std::size_t blocks = f.ReservedBytes();
+  char* end = w.end.load();
+  int steps = 0;
+  while (end != packet_end) {
+    ASSERT_TRUE(r->ExtendReservation(w, end + 1)) << std::strerror(errno);
+    ASSERT_GT(w.end.load(), end);
+    EXPECT_GE(w.end.load() - end,
+              static_cast<std::ptrdiff_t>(std::min<std::size_t>(kReservationStep, packet_end - end)));
+    end = w.end.load();
+    EXPECT_GE(f.ReservedBytes(), kRingHeaderSize + static_cast<std::size_t>(end - start))
+        << "blocks for what `end` allows";
+    EXPECT_GT(f.ReservedBytes(), blocks);
+    blocks = f.ReservedBytes();
+    ++steps;
+  }
   EXPECT_FALSE(r->PastReservation(packet_end));
-  // A packet in another sub-buffer never had a window.
+  EXPECT_EQ(steps, static_cast<int>((config.subbuf_size - kFirstReservation + kReservationStep - 1) /
+                                    kReservationStep));
   r->ClosePacket(w, 2000);
   ASSERT_TRUE(r->OpenPacket(w, 2001, kTid, "t"));
-  EXPECT_EQ(w.end.load(), r->packet(1) + config.subbuf_size);
+  EXPECT_EQ(w.end.load(), r->packet(1) + config.subbuf_size) << "a packet in another sub-buffer has no window";
+}
+
+// An event that ends far past the reserved part (a large payload) gets its bytes in one step.
+TEST(RingStream, AnEventPastTheNextStepIsReservedWhole) {
+  FileRing f;
+  ASSERT_NE(f.ring, nullptr) << f.error;
+  if (const std::string why = hushtest::PopulateWriteProblem(); !why.empty()) GTEST_SKIP() << why;
+  ThreadWriter w{};
+  ASSERT_TRUE(f.ring->OpenPacket(w, 1000, kTid, "t"));
+  char* const start = f.ring->packet(0);
+  char* const far = start + kFirstReservation + kReservationStep + 100;  // past the next step
+  ASSERT_TRUE(f.ring->ExtendReservation(w, far));
+  EXPECT_GE(w.end.load(), far);
+  EXPECT_FALSE(f.ring->PastReservation(far));
+  EXPECT_GE(f.ReservedBytes(), kRingHeaderSize + static_cast<std::size_t>(far - start));
 }
 
 // In memory (tests, recovery): nothing to map.
