@@ -572,11 +572,6 @@ ring::Ring* Core::Attach(internal::ThreadWriter& w, bool fresh) {
       return slot.ring.get();
     }
   }
-  if (ring_count_.load(std::memory_order_relaxed) + creating_ >= kMaxRings) {
-    WarnOnce(warned_alloc_, "too many threads: the thread's events are discarded");
-    CountUnattached();
-    return nullptr;
-  }
   ring::RingConfig config;
   config.subbuf_size = subbuf_size_;
   config.subbuf_count = subbuf_count_;
@@ -603,6 +598,17 @@ ring::Ring* Core::Attach(internal::ThreadWriter& w, bool fresh) {
   // hackbench threads queued ~7 ms behind each other (issue 19). The directories stay open
   // meanwhile: Unpublish (Stop, a failed Start) waits for creating_ to fall to 0 before anything
   // closes them, and the creator installs nothing once the session is stopped.
+  // At most kMaxCreators threads create them at a time: each holds two descriptors for a moment,
+  // and a burst of threads starting together in a program near its descriptor limit took more
+  // than it had left and lost their rings (EMFILE; 70 threads under a limit of 64,
+  // tests/runtime/session_test.cc). A waiter is woken as each creation ends.
+  created_cv_.wait(lock, [this] { return creating_ < kMaxCreators || stopped_; });
+  if (stopped_) return nullptr;
+  if (ring_count_.load(std::memory_order_relaxed) + creating_ >= kMaxRings) {
+    WarnOnce(warned_alloc_, "too many threads: the thread's events are discarded");
+    CountUnattached();
+    return nullptr;
+  }
   ++creating_;
   const int dirfd = dirfd_.get();
   lock.unlock();
@@ -612,7 +618,8 @@ ring::Ring* Core::Attach(internal::ThreadWriter& w, bool fresh) {
     error += " (" + std::to_string(budget_ >> 20) + " MiB; --buffer-budget, HUSHTRACE_BUFFER_BUDGET)";
   }
   lock.lock();
-  if (--creating_ == 0) created_cv_.notify_all();
+  --creating_;
+  created_cv_.notify_all();  // Unpublish waits for 0, creators for fewer than kMaxCreators
   if (!r) {
     if (!warned_attach_.exchange(true, std::memory_order_relaxed)) {
       std::fprintf(stderr, "hushtrace: %s; the events of threads without a buffer are discarded\n",

@@ -261,7 +261,9 @@ class Core final : public ring::Owner {
   std::size_t metadata_size_ = 0;  // of the file WriteMetadata wrote, padding included; 0: none yet
   // The N of ring_<N> / stream_<N> to try next (file_numbers.h); Take() is safe without mu_.
   FileNumbers file_numbers_;
-  // mu_: threads creating buffer files without mu_ (Attach); Unpublish waits for 0 on created_cv_.
+  // mu_: threads creating buffer files without mu_ (Attach), at most kMaxCreators; Unpublish
+  // waits for 0 on created_cv_, a creator for fewer than kMaxCreators.
+  static constexpr std::uint32_t kMaxCreators = 4;
   std::uint32_t creating_ = 0;
   std::condition_variable created_cv_;
   std::size_t subbuf_size_ = 0;
