@@ -3,6 +3,7 @@
 #include "ring/ring_buffer.h"
 
 #include "base/unique_fd.h"
+#include "base/write_all.h"
 #include "format/numbered_name.h"
 
 #include <fcntl.h>
@@ -81,20 +82,6 @@ bool TakeFromBudget(std::atomic<std::uint64_t>* budget, std::uint64_t bytes) {
     if (left < bytes) return false;
   } while (!budget->compare_exchange_weak(left, left - bytes, std::memory_order_relaxed));
   return true;
-}
-
-int WriteAll(int fd, const char* data, std::size_t len) {
-  while (len > 0) {
-    const ssize_t n = ::write(fd, data, len);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    if (n == 0) return ENOSPC;
-    data += n;
-    len -= static_cast<std::size_t>(n);
-  }
-  return 0;
 }
 
 // Writes `len` zero bytes at the file offset of `fd` (writev(), not pwrite(): a sandbox may deny
@@ -583,7 +570,7 @@ int Ring::WriteCopy(int fd, std::size_t len) {
   const std::uint64_t lost_total = format::StampForStream(
       scratch_, len,
       {header_->disk_seq, header_->overwritten.load(std::memory_order_relaxed), write_lost_events()});
-  const int err = WriteAll(fd, scratch_, len);
+  const int err = base::WriteAll(fd, scratch_, len);
   if (err != 0) {
     // Cut a partly written packet (disk full...) so that later packets follow a whole one.
     if (::ftruncate(fd, static_cast<off_t>(header_->stream_bytes)) != 0) {
@@ -735,7 +722,7 @@ WriteResult Ring::CopyForSnapshot(int fd, SnapshotCursor* cursor) {
   WriteResult result;
   const auto write = [&](std::size_t len) {
     format::StampForStream(scratch_, len, {cursor->disk_seq, cursor->lost, 0});
-    if (const int err = WriteAll(fd, scratch_, len); err != 0) {
+    if (const int err = base::WriteAll(fd, scratch_, len); err != 0) {
       if (result.error == 0) result.error = err;
       return;
     }

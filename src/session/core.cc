@@ -7,6 +7,7 @@
 #include "base/library_thread.h"
 #include "base/membarrier.h"
 #include "base/proc_file.h"
+#include "base/write_all.h"
 #include "filter/pattern_limits.h"
 #include "format/numbered_name.h"
 #include "sched/sched_events.h"
@@ -44,19 +45,13 @@ bool WriteFileAt(int dirfd, const char* name, const std::string& content, std::s
     *error = ErrnoMessage(std::string("cannot write ") + name);
     return false;
   }
-  const char* p = content.data();
-  std::size_t left = content.size();
-  while (left > 0) {
-    const ssize_t n = ::write(fd.get(), p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      *error = ErrnoMessage(std::string("cannot write ") + name);
-      fd.reset();
-      ::unlinkat(dirfd, tmp.c_str(), 0);
-      return false;
-    }
-    p += n;
-    left -= static_cast<std::size_t>(n);
+  if (const int e = base::WriteAll(fd.get(), content.data(), content.size()); e != 0) {
+    errno = e;
+    *error = ErrnoMessage(std::string("cannot write ") + name);
+    fd.reset();
+    ::unlinkat(dirfd, tmp.c_str(), 0);
+    errno = e;  // the caller looks for ENOSPC (WriteMetadata)
+    return false;
   }
   fd.reset();
   if (::renameat(dirfd, tmp.c_str(), dirfd, name) != 0) {
@@ -531,11 +526,11 @@ bool Core::WriteMetadata(std::string* error) {
   // A temporary file and a rename cost every traced exec two more directory updates.
   if (metadata_size_ == 0) {
     const base::UniqueFd fd(::openat(dirfd_.get(), "metadata", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-    if (fd && ::write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size())) {
+    if (fd && base::WriteAll(fd.get(), text.data(), text.size()) == 0) {
       metadata_size_ = padded;
       return true;
     }
-    if (fd) ::unlinkat(dirfd_.get(), "metadata", 0);  // short write: the rename path below says why
+    if (fd) ::unlinkat(dirfd_.get(), "metadata", 0);  // a failed write: the rename path below says why
   }
   if (WriteFileAt(dirfd_.get(), "metadata", text, error)) {
     metadata_size_ = padded;
