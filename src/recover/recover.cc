@@ -1005,6 +1005,8 @@ struct Leftovers {
   bool metadata_tmp = false;
   Fd legacy_dirfd;   // DIR/.ring, when there is one
   std::vector<std::string> ignored;  // entries of DIR/.ring that are not ring files
+  // What a session's processes leave (a metadata rewrite cut short aside): something to recover.
+  bool FromSession() const { return !rings.empty() || crash_marker || legacy_dirfd; }
 };
 
 // Lists DIR (and DIR/.ring). False and *error when a directory cannot be read.
@@ -1059,7 +1061,7 @@ bool HasLeftovers(const std::string& dir) {
   Leftovers found;
   std::string error;
   if (!FindLeftovers(dirfd.get(), dir, &found, &error)) return false;
-  return !found.rings.empty() || found.crash_marker || found.metadata_tmp || found.legacy_dirfd;
+  return found.FromSession() || found.metadata_tmp;
 }
 
 bool TraceBeingWritten(const std::string& dir) {
@@ -1085,16 +1087,19 @@ bool Recover(const std::string& dir, const Options& options, Report* report) {
   const std::string metadata_path = dir + "/metadata";
   Leftovers found;
   if (!FindLeftovers(dirfd.get(), dir, &found, &report->error)) return false;
-  if (found.rings.empty() && !found.crash_marker && !found.legacy_dirfd) {
+  // A metadata rewrite interrupted by the crash (the rename never happened).
+  const auto remove_metadata_tmp = [&] {
+    if (!found.metadata_tmp) return;
+    report->notes.push_back("removed " + dir + "/.metadata.tmp (a metadata rewrite cut by the crash)");
+    if (!options.dry_run) ::unlinkat(dirfd.get(), ".metadata.tmp", 0);
+  };
+  if (!found.FromSession()) {
     if (::faccessat(dirfd.get(), "metadata", F_OK, AT_SYMLINK_NOFOLLOW) != 0) {
       report->error = metadata_path + " is missing: " + dir + " is not a hushtrace trace directory";
       return false;
     }
     report->clean = true;
-    if (found.metadata_tmp) {  // a rewrite cut short in a session that left no ring
-      report->notes.push_back("removed " + dir + "/.metadata.tmp (a metadata rewrite cut by the crash)");
-      if (!options.dry_run) ::unlinkat(dirfd.get(), ".metadata.tmp", 0);
-    }
+    remove_metadata_tmp();  // a rewrite cut short in a session that left no ring
     return true;
   }
 
@@ -1110,11 +1115,7 @@ bool Recover(const std::string& dir, const Options& options, Report* report) {
   }
   const EventWalker walker(md.metadata);
 
-  // A metadata rewrite interrupted by the crash (the rename never happened).
-  if (found.metadata_tmp) {
-    report->notes.push_back("removed " + dir + "/.metadata.tmp (a metadata rewrite cut by the crash)");
-    if (!options.dry_run) ::unlinkat(dirfd.get(), ".metadata.tmp", 0);
-  }
+  remove_metadata_tmp();
 
   ReadCrashMarker(dirfd.get(), kCrashMarker, dir + "/" + kCrashMarker, report);
   if (found.legacy_dirfd && !report->crash_marked) {
