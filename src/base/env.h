@@ -6,6 +6,11 @@
 
 namespace hush::base::env {
 
+// What every name below starts with (checked at the end of this file). The runtime's start-up
+// looks for it before reading any variable: a program without one has nothing to read.
+inline constexpr char kPrefix[] = "HUSHTRACE_";
+inline constexpr int kPrefixLength = sizeof(kPrefix) - 1;
+
 inline constexpr char kEvents[] = "HUSHTRACE_EVENTS";            // globs, comma-separated
 inline constexpr char kOutput[] = "HUSHTRACE_OUTPUT";            // trace directory
 inline constexpr char kMode[] = "HUSHTRACE_MODE";                // stream | flight
@@ -43,6 +48,18 @@ inline constexpr const char* kAll[] = {kEvents,  kOutput,     kMode,      kSnaps
                                        kMinDuration, kSched,  kFollow,
                                        kSnapshotAfter, kSnapshotKeep, kBlocking,
                                        kBufferBudget};
+
+namespace detail {
+constexpr bool AllStartWithPrefix() {
+  for (const char* name : kAll) {
+    for (int i = 0; i < kPrefixLength; ++i) {
+      if (name[i] != kPrefix[i]) return false;
+    }
+  }
+  return true;
+}
+}  // namespace detail
+static_assert(detail::AllStartWithPrefix(), "every HUSHTRACE_* variable starts with kPrefix");
 
 }  // namespace hush::base::env
 

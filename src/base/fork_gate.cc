@@ -11,7 +11,7 @@
 
 namespace hush::base {
 
-thread_local bool t_library_thread = false;  // library_thread.h
+thread_local constinit bool t_library_thread = false;  // library_thread.h
 
 namespace {
 

@@ -18,7 +18,7 @@ namespace hush::base {
 
 // Set on the library's threads (defined in fork_gate.cc): their events are dropped
 // uncounted, before any attach (see ReserveSlow).
-extern thread_local bool t_library_thread;
+extern thread_local constinit bool t_library_thread;
 
 // Blocks every signal but the fault signals in the calling thread; *previous gets the old mask.
 inline void BlockAsyncSignals(sigset_t* previous) {

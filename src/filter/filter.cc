@@ -290,11 +290,15 @@ class Parser {
 // One byte against the set that starts after '[' at pattern[*i]; *i ends after the ']'. False
 // when the set has no ']' (the '[' is then an ordinary byte).
 bool MatchSet(std::string_view pattern, std::size_t* i, unsigned char c, bool* matched) {
+  // Lambdas, not the addresses of <cctype>'s functions: C++20 does not promise those, and each
+  // was a symbol the dynamic linker looked up at every traced program's start.
   static constexpr std::pair<std::string_view, int (*)(int)> kClasses[] = {
-      {"alnum", std::isalnum}, {"alpha", std::isalpha}, {"blank", std::isblank},
-      {"cntrl", std::iscntrl}, {"digit", std::isdigit}, {"graph", std::isgraph},
-      {"lower", std::islower}, {"print", std::isprint}, {"punct", std::ispunct},
-      {"space", std::isspace}, {"upper", std::isupper}, {"xdigit", std::isxdigit}};
+      {"alnum", [](int b) { return std::isalnum(b); }}, {"alpha", [](int b) { return std::isalpha(b); }},
+      {"blank", [](int b) { return std::isblank(b); }}, {"cntrl", [](int b) { return std::iscntrl(b); }},
+      {"digit", [](int b) { return std::isdigit(b); }}, {"graph", [](int b) { return std::isgraph(b); }},
+      {"lower", [](int b) { return std::islower(b); }}, {"print", [](int b) { return std::isprint(b); }},
+      {"punct", [](int b) { return std::ispunct(b); }}, {"space", [](int b) { return std::isspace(b); }},
+      {"upper", [](int b) { return std::isupper(b); }}, {"xdigit", [](int b) { return std::isxdigit(b); }}};
   std::size_t p = *i;
   const bool negate = p < pattern.size() && (pattern[p] == '!' || pattern[p] == '^');
   if (negate) ++p;

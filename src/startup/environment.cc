@@ -3,8 +3,8 @@
 // the names: base/env.h). The top layer of the runtime (scripts/check_layers.py): it stands on the
 // session and the live-control server, and nothing includes it.
 //
-// Cost when no session is requested: one membarrier registration and a few secure_getenv() calls
-// (docs/benchmarks.md).
+// Cost when no session is requested: one membarrier registration and one pass over the environment
+// that reads no page of the library's data (docs/benchmarks.md).
 //
 // This object also defines the thread-local writer every tracepoint site references, so that a
 // static link (libhushtrace.a) always keeps it, and with it the constructor.
@@ -79,12 +79,34 @@ bool ParseFunctionEnv(const char* functions, SessionOptions* options) {
   return true;
 }
 
+// Whether some variable's name starts with HUSHTRACE_. The common program has none, and then
+// nothing else is read. The loop is unrolled so that the prefix's bytes become immediates of the
+// compares: reading env::kPrefix (or the names, for secure_getenv) would fault in a page of the
+// library's .rodata, ~5-10 us on a VM, that nothing else in such a program touches.
+bool AnyHushtraceVariable() {
+  for (char** e = environ; *e != nullptr; ++e) {
+    const char* name = *e;
+    bool match = true;
+#pragma GCC unroll 16
+    for (int i = 0; i < env::kPrefixLength; ++i) {
+      if (name[i] != env::kPrefix[i]) {  // stops at the name's NUL, which no prefix byte matches
+        match = false;
+        break;
+      }
+    }
+    if (match) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 void StartFromEnvironment() {
   // Before any thread exists, the membarrier registration costs no grace period; a later
   // `hushtrace start PID` would wait one for it (base/membarrier.h).
   base::RegisterWhileSingleThreaded();
+  // A privileged (AT_SECURE) program may have such variables: secure_getenv below ignores them.
+  if (!AnyHushtraceVariable()) return;
   // Live control from the start, for systems where `hushtrace start PID` may not ptrace.
   if (const char* control = ::secure_getenv(env::kControl); control != nullptr && *control == '1') {
     if (const int e = control::Bootstrap(); e != 0) {
@@ -209,3 +231,9 @@ namespace internal {
 }  // namespace internal
 
 }  // namespace hush
+
+// The shared library's DT_FINI (src/CMakeLists.txt: -Wl,-fini=). The `_fini` of crti.o/crtn.o
+// it replaces does nothing on x86-64 and aarch64, but the linker puts it after .text, 480 KiB
+// from everything else a program without a session runs here: calling it at exit faulted in a
+// page of the library for an empty function. This one sits beside the constructor.
+extern "C" [[gnu::visibility("hidden")]] void hush_shared_fini() {}
