@@ -1,10 +1,19 @@
 #include "format/ctf_metadata.h"
 
-#include <cstdio>
 #include <string_view>
 
 namespace hush::format {
 namespace {
+
+// Hex digits by hand rather than with snprintf: a traced program's session start would fault in
+// three or four pages of libc's printf code for them (docs/benchmarks.md, "Per exec under a
+// session"), pages a short program often touches for nothing else.
+constexpr char kHexDigits[] = "0123456789abcdef";
+
+void AppendHexByte(std::string& out, unsigned char c) {
+  out += kHexDigits[c >> 4];
+  out += kHexDigits[c & 0xf];
+}
 
 // TSDL string literals: escape quotes, backslashes and control characters.
 std::string Quote(std::string_view s) {
@@ -14,9 +23,8 @@ std::string Quote(std::string_view s) {
       out += '\\';
       out += static_cast<char>(c);
     } else if (c < 0x20 || c == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
+      out += "\\x";
+      AppendHexByte(out, c);
     } else {
       out += static_cast<char>(c);
     }
@@ -54,12 +62,13 @@ std::string FieldDeclaration(const registry::FieldInfo& f) {
 }  // namespace
 
 std::string UuidToString(const std::uint8_t u[16]) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf,
-                "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
-                u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14],
-                u[15]);
-  return buf;
+  std::string out;
+  out.reserve(36);
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';  // 8-4-4-4-12 digits
+    AppendHexByte(out, u[i]);
+  }
+  return out;
 }
 
 // The start of the clock block, up to its UUID: written by BuildMetadata, found by

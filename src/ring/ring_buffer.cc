@@ -120,16 +120,23 @@ int WriteZeros(int fd, std::size_t len) {
 enum PopulateState : int { kPopulateUnknown, kPopulateReserves, kPopulateDoesNot };
 std::atomic<int> g_populate{kPopulateUnknown};
 
-// `hole_page` is the page at `offset` of file `fd`, mapped and not reserved yet. The probe (once
-// per process) gives the page's block back afterwards: no sub-buffer was paid for it (budget).
-bool PopulateWriteReserves(void* hole_page, std::size_t page_size, int fd, std::size_t offset) {
+// `hole_page` is the page at `offset` of file `fd`, mapped and not reserved yet. `paid`: the
+// budget paid for it (it is in sub-buffer 0, which the producer reserves next anyway), so it
+// keeps its block. Otherwise the probe gives the block back afterwards, with a hole punched.
+// The punch unmaps the page again (a page-table zap and a TLB flush on every CPU the process's
+// threads ran on): the probe with it took ~22 us of the first ring's creation on a 2-vCPU VM,
+// ~14 us without (timed inside; docs/benchmarks.md, "Per exec under a session"), so Create
+// probes a paid page when it has one.
+bool PopulateWriteReserves(void* hole_page, std::size_t page_size, int fd, std::size_t offset, bool paid) {
   const int known = g_populate.load(std::memory_order_relaxed);
   if (known != kPopulateUnknown) return known == kPopulateReserves;
   unsigned char resident = 0;
   const bool reserves = ::madvise(hole_page, page_size, MADV_POPULATE_WRITE) == 0 &&
                         ::mincore(hole_page, page_size, &resident) == 0 && (resident & 1) != 0;
-  ::fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
-              static_cast<off_t>(page_size));  // best effort: a page at worst
+  if (!paid) {
+    ::fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
+                static_cast<off_t>(page_size));  // best effort: a page at worst
+  }
   g_populate.store(reserves ? kPopulateReserves : kPopulateDoesNot, std::memory_order_relaxed);
   return reserves;
 }
@@ -238,14 +245,17 @@ std::unique_ptr<Ring> Ring::Create(int dirfd, std::uint32_t index, const RingCon
   ::madvise(mapping, size, MADV_RANDOM);
   // Where MADV_POPULATE_WRITE cannot reserve the other sub-buffers later, all their blocks are
   // reserved now, as before the lazy scheme: fallocate() (ENOSPC, EFBIG fail here, not with a
-  // SIGBUS later); file systems without it keep the sparse file. The probe's page is the last
-  // one, in the last sub-buffer: no block yet.
+  // SIGBUS later); file systems without it keep the sparse file. The probe's page has no block
+  // yet: the one after the zeros where sub-buffer 0 goes on past them (paid for, and the
+  // producer's next to reserve), else the last one, in the last sub-buffer.
   const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
   const std::size_t written = kRingHeaderSize + first;
-  const std::size_t last_page = (size - 1) / page * page;
+  const bool probe_paid = first < config.subbuf_size;
+  const std::size_t probe_page = probe_paid ? written : (size - 1) / page * page;
   bool all_reserved = size <= written;
-  if (!all_reserved && (last_page < written ||
-                        !PopulateWriteReserves(static_cast<char*>(mapping) + last_page, page, fd, last_page))) {
+  if (!all_reserved && (probe_page < written ||
+                        !PopulateWriteReserves(static_cast<char*>(mapping) + probe_page, page, fd, probe_page,
+                                               probe_paid))) {
     if (!pay(size - kRingHeaderSize - config.subbuf_size)) {
       ::munmap(mapping, size);
       errno = ENOBUFS;

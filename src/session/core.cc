@@ -145,11 +145,11 @@ void OnSnapshotSignal(int) {
 }  // namespace
 
 Core::~Core() {
-  // The stream consumer is detached (EnsureConsumer): Stop() woke it and closed the streams to
-  // it (writes_closed_), so it leaves its loop without writing; its last access to this Core is
-  // the release store of consumer_exited_, which this acquire load waits for before the memory
-  // goes. ~Core runs off the traced program's path (a later start or stop, core.h "Lifetime"),
-  // so a wait of a scheduling delay costs nobody an exit.
+  // The stream consumer is detached (EnsureConsumer): Stop() told it to stop and closed the
+  // streams to it (writes_closed_), so once woken here it leaves its loop without writing; its
+  // last access to this Core is the release store of consumer_exited_, which this acquire load
+  // waits for before the memory goes. ~Core runs off the traced program's path (a later start
+  // or stop, core.h "Lifetime"), so a wait of a scheduling delay costs nobody an exit.
   if (consumer_started_.load(std::memory_order_relaxed)) {
     WakeConsumerToStop();
     while (!consumer_exited_.load(std::memory_order_acquire)) {
@@ -184,11 +184,13 @@ void Core::StopForCredentials() {
   }
 }
 
+void Core::MarkStopping() {
+  std::lock_guard<std::mutex> wake(wake_mu_);
+  stopping_ = true;
+}
+
 void Core::WakeConsumerToStop() {
-  {
-    std::lock_guard<std::mutex> wake(wake_mu_);
-    stopping_ = true;
-  }
+  MarkStopping();
   wake_cv_.notify_one();
 }
 
@@ -918,7 +920,7 @@ void Core::Unpublish(std::unique_lock<std::mutex>& lock) {
   created_cv_.wait(lock, [this] { return creating_ == 0; });
 }
 
-void Core::Stop() {
+void Core::Stop(bool at_exit) {
   if (!UserMayTrace()) return StopForCredentials();
   if (sched_) sched_->Stop();  // before mu_: its last drain attaches and writes rings
   std::unique_lock<std::mutex> lock(mu_);
@@ -938,13 +940,21 @@ void Core::Stop() {
                    std::memory_order_relaxed);
   }
   lock.unlock();
-  WakeConsumerToStop();
+  // At exit the stream consumer is told to stop, not woken: waking a thread that sleeps on
+  // another CPU cost every short traced program's exit 26 us on a 2-vCPU VM (the futex wake's
+  // interrupt to an idle CPU, timed inside: docs/benchmarks.md, "Per exec under a session"), and
+  // the process ends that thread anyway. Otherwise it is woken, and leaves its loop without
+  // writing (writes_closed_ below). It is not waited for either way: waiting for a woken thread
+  // to be scheduled and exit cost a short program's exit a hand-off between threads,
+  // milliseconds on a busy machine (docs/benchmarks.md, "Start-up"); ~Core waits for it.
+  if (at_exit) {
+    MarkStopping();
+  } else {
+    WakeConsumerToStop();
+  }
   // Flight mode's snapshot thread waits on a process-wide semaphore, which the next session's
-  // snapshots post too: it must be gone before Stop returns. The stream consumer is not waited
-  // for here but when the Core is freed (~Core): waiting for a woken thread to be scheduled and
-  // exit cost a short program's exit a hand-off between threads, milliseconds on a busy machine
-  // (docs/benchmarks.md, "Start-up"). The final write happens here, under write_mu_, which
-  // closes the streams to that thread for good.
+  // snapshots post too: it must be gone before Stop returns. The final write happens here, under
+  // write_mu_, which closes the streams to the consumer for good.
   if (options_.mode == Mode::kFlight) {
     ::sem_post(&g_snapshot_sem);
     if (consumer_.joinable()) consumer_.join();

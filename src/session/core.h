@@ -142,7 +142,9 @@ class Core final : public ring::Owner {
   Core& operator=(const Core&) = delete;
 
   bool Start(const SessionOptions& options, std::string* error);
-  void Stop();
+  // `at_exit`: the process is exiting (the atexit handler) and the Core is never freed. The
+  // stream consumer is then told to stop but not woken (Stop in core.cc says why).
+  void Stop(bool at_exit = false);
   // Start() made the session visible to other threads (Active()) before it failed, or it started:
   // the Core must then go through a grace period before it is freed.
   bool published() const { return published_; }
@@ -201,7 +203,8 @@ class Core final : public ring::Owner {
   // its directories unless `keep_directories`); its rings are not mapped in the child.
   static void ReleaseParentInChild(Core* parent, bool keep_directories);
   void ConsumerLoop();
-  void WakeConsumerToStop();  // sets stopping_ and wakes the consumer (Stop, ~Core)
+  void MarkStopping();        // sets stopping_: the consumer leaves after its current wait
+  void WakeConsumerToStop();  // MarkStopping, and wakes the consumer (Stop, ~Core)
   // Credentials: the session belongs to the effective user that started it. A process that
   // switches to a user who could not have started it (neither that user nor root: a daemon that
   // drops root, a fork child that calls setuid) stops tracing. Attach refuses new rings at once;

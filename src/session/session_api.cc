@@ -49,7 +49,7 @@ void StopFunctions() {
 void StopAtExit() {
   std::lock_guard<std::mutex> lock(g_api_mu);
   StopFunctions();
-  if (session::Core* core = session::Core::Active()) core->Stop();  // not freed: see g_retired
+  if (session::Core* core = session::Core::Active()) core->Stop(/*at_exit=*/true);  // not freed: see g_retired
 }
 
 // Frees the retired Cores once no thread can reach them (writers.h). The budget is short: a
