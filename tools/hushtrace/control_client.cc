@@ -116,7 +116,7 @@ ControlReply SendControl(pid_t pid, const std::string& verb, const control::Fiel
   bool absent = false;
   base::UniqueFd fd = Connect(pid, uid, &absent, &reply.error);
   if (!fd && absent) {
-    std::string mapping;
+    Mapping mapping;
     const std::uint64_t fn = FindBootstrap(pid, &reply.error, &mapping);
     if (fn == 0) return reply;
     int result = 0;

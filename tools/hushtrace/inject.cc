@@ -24,6 +24,7 @@
 #include <dirent.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -36,9 +37,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <vector>
 
 #include "base/dir_stream.h"
@@ -84,22 +83,92 @@ const SafeCall* FindSafe(long nr) {
 
 #endif  // __x86_64__
 
-std::string ReadSmall(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+// The mappings of /proc/PID/maps, asked one at a time with PROCMAP_QUERY (Linux 6.11) where the
+// kernel has it: reading the file makes the kernel format every mapping of the process as text,
+// ~35 us for the 60 of a small C++ program on the test VM and ~80 us the first time in a process,
+// which the first attach paid twice (FindBootstrap, then CallInProcess's check). Older kernels
+// answer ENOTTY; the text is parsed then. The structure is the kernel's (uapi linux/fs.h); this
+// Debian's headers predate it.
+struct ProcmapQuery {
+  std::uint64_t size;
+  std::uint64_t query_flags;
+  std::uint64_t query_addr;
+  std::uint64_t vma_start;
+  std::uint64_t vma_end;
+  std::uint64_t vma_flags;
+  std::uint64_t vma_page_size;
+  std::uint64_t vma_offset;
+  std::uint64_t inode;
+  std::uint32_t dev_major;
+  std::uint32_t dev_minor;
+  std::uint32_t vma_name_size;
+  std::uint32_t build_id_size;
+  std::uint64_t vma_name_addr;
+  std::uint64_t build_id_addr;
+};
+static_assert(sizeof(ProcmapQuery) == 104);
+constexpr unsigned long kProcmapQuery = _IOWR('f', 17, ProcmapQuery);
+constexpr std::uint64_t kQueryCoveringOrNext = 0x10;
+constexpr std::uint64_t kQueryFileBacked = 0x20;
+
+// The file-backed mapping at `addr` (or, with `or_next`, the first one after it): 1 and *out;
+// 0: none; -1: the kernel cannot answer (no PROCMAP_QUERY, or an error: the caller reads the text).
+int QueryMapping(int maps_fd, std::uint64_t addr, bool or_next, Mapping* out) {
+  char name[4096];
+  ProcmapQuery q = {};
+  q.size = sizeof q;
+  q.query_flags = kQueryFileBacked | (or_next ? kQueryCoveringOrNext : 0);
+  q.query_addr = addr;
+  q.vma_name_addr = reinterpret_cast<std::uintptr_t>(name);
+  q.vma_name_size = sizeof name;
+  if (::ioctl(maps_fd, kProcmapQuery, &q) != 0) return errno == ENOENT ? 0 : -1;
+  out->start = q.vma_start;
+  out->end = q.vma_end;
+  out->offset = q.vma_offset;
+  out->inode = q.inode;
+  out->dev_major = q.dev_major;
+  out->dev_minor = q.dev_minor;
+  out->path.assign(name, q.vma_name_size == 0 ? 0 : strnlen(name, q.vma_name_size));
+  return 1;
+}
+
+std::string ReadAll(int fd) {
+  std::string text;
+  char buf[16384];
+  for (ssize_t n; (n = ::pread(fd, buf, sizeof buf, static_cast<off_t>(text.size()))) != 0;) {
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    text.append(buf, static_cast<std::size_t>(n));
+  }
+  return text;
+}
+
+// Every file-backed mapping of the process whose maps `maps_fd` is, in address order.
+std::vector<Mapping> FileMappings(int maps_fd) {
+  std::vector<Mapping> out;
+  Mapping m;
+  for (std::uint64_t addr = 0;;) {
+    const int r = QueryMapping(maps_fd, addr, /*or_next=*/true, &m);
+    if (r == 0) return out;
+    if (r < 0) return ParseMapsText(ReadAll(maps_fd));
+    addr = m.end;
+    if (!m.path.empty() && m.path[0] == '/') out.push_back(m);
+  }
 }
 
 #if defined(__x86_64__)
-// Whether /proc/PID/maps has `line` (a whole line, as FindBootstrap read it).
-bool MapsHoldLine(pid_t pid, const std::string& line) {
-  std::istringstream lines(ReadSmall("/proc/" + std::to_string(pid) + "/maps"));
-  std::string l;
-  while (std::getline(lines, l)) {
-    if (l == line) return true;
+// Whether process `pid` still has `mapping` (as FindBootstrap found it).
+bool HasMapping(pid_t pid, const Mapping& mapping) {
+  const base::UniqueFd fd(::open(("/proc/" + std::to_string(pid) + "/maps").c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return false;
+  Mapping now;
+  if (const int r = QueryMapping(fd.get(), mapping.start, /*or_next=*/false, &now); r >= 0) {
+    return r == 1 && now == mapping;
   }
-  return false;
+  const std::vector<Mapping> all = ParseMapsText(ReadAll(fd.get()));
+  return std::find(all.begin(), all.end(), mapping) != all.end();
 }
 
 bool FdIsStream(pid_t pid, unsigned long fd) {
@@ -270,45 +339,74 @@ bool CallStopped(pid_t tid, const Registers& saved, std::uint64_t fn, int* resul
 
 }  // namespace
 
-std::uint64_t FindBootstrap(pid_t pid, std::string* error, std::string* mapping) {
-  const std::string maps_path = "/proc/" + std::to_string(pid) + "/maps";
-  // open(), not access(): the file's mode is 0444 and the kernel refuses another user's process
-  // only when it is opened (a ptrace access check).
-  {
-    const base::UniqueFd fd(::open(maps_path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd) {
-      *error = errno == EACCES || errno == EPERM
-                   ? "permission denied: process " + std::to_string(pid) +
-                         " belongs to another user (only its user and root may control it)"
-                   : "no process " + std::to_string(pid);
-      return 0;
+std::vector<Mapping> ParseMapsText(std::string_view text) {
+  std::vector<Mapping> out;
+  for (std::size_t at = 0; at < text.size();) {
+    std::size_t eol = text.find('\n', at);
+    if (eol == std::string_view::npos) eol = text.size();
+    const std::string line(text.substr(at, eol - at));
+    at = eol + 1;
+    unsigned long start = 0, end = 0, offset = 0, inode = 0;
+    unsigned major = 0, minor = 0;
+    char perms[8] = {};
+    int path_at = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx %7s %lx %x:%x %lu %n", &start, &end, perms, &offset, &major,
+                    &minor, &inode, &path_at) < 7 ||
+        path_at == 0 || static_cast<std::size_t>(path_at) >= line.size() || line[path_at] != '/') {
+      continue;  // anonymous, or a pseudo-file such as [heap]
     }
+    Mapping m;
+    m.start = start;
+    m.end = end;
+    m.offset = offset;
+    m.inode = inode;
+    m.dev_major = major;
+    m.dev_minor = minor;
+    m.path = line.substr(static_cast<std::size_t>(path_at));
+    out.push_back(std::move(m));
   }
-  const std::string maps = ReadSmall(maps_path);
+  return out;
+}
+
+std::vector<Mapping> FileMappingsOf(pid_t pid) {
+  const base::UniqueFd fd(::open(("/proc/" + std::to_string(pid) + "/maps").c_str(), O_RDONLY | O_CLOEXEC));
+  return fd ? FileMappings(fd.get()) : std::vector<Mapping>{};
+}
+
+std::uint64_t FindBootstrap(pid_t pid, std::string* error, Mapping* mapping) {
+  const std::string maps_path = "/proc/" + std::to_string(pid) + "/maps";
+  // The kernel refuses another user's process when the file is opened (a ptrace access check),
+  // although its mode is 0444.
+  const base::UniqueFd maps_fd(::open(maps_path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!maps_fd) {
+    *error = errno == EACCES || errno == EPERM
+                 ? "permission denied: process " + std::to_string(pid) +
+                       " belongs to another user (only its user and root may control it)"
+                 : "no process " + std::to_string(pid);
+    return 0;
+  }
   char exe[4096];
   const ssize_t n = ::readlink(("/proc/" + std::to_string(pid) + "/exe").c_str(), exe, sizeof exe - 1);
   const std::string exe_path = n > 0 ? std::string(exe, static_cast<std::size_t>(n)) : "";
   // Candidate files: libhushtrace.so (shared runtime) and the executable (static runtime). The
   // mapping at file offset 0 gives the load base (ET_DYN); ET_EXEC loads at its link addresses.
-  std::istringstream lines(maps);
-  std::string line;
-  std::vector<std::string> tried;
-  while (std::getline(lines, line)) {
-    unsigned long start = 0, end = 0, offset = 0;
-    char perms[8] = {};
-    int path_at = 0;
-    if (std::sscanf(line.c_str(), "%lx-%lx %7s %lx %*s %*s %n", &start, &end, perms, &offset,
-                    &path_at) < 4 ||
-        path_at == 0 || offset != 0) {
-      continue;
-    }
-    const std::string path = line.substr(static_cast<std::size_t>(path_at));
-    const bool runtime = path.find("/libhushtrace.so") != std::string::npos;
-    if (!runtime && path != exe_path) continue;
-    if (std::find(tried.begin(), tried.end(), path) != tried.end()) continue;
-    tried.push_back(path);
+  // The shared runtime is tried first, although the executable comes first in the maps: its
+  // symbol is in .dynsym, a table of some fifty symbols (src/libhushtrace.map), where the
+  // executable's lookup reads its whole .symtab, megabytes for a large program, before it is
+  // known not to hold the runtime.
+  std::vector<Mapping> runtimes, executables;
+  for (Mapping& m : FileMappings(maps_fd.get())) {
+    if (m.offset != 0) continue;
+    const bool runtime = m.path.find("/libhushtrace.so") != std::string::npos;
+    if (!runtime && m.path != exe_path) continue;
+    std::vector<Mapping>& list = runtime ? runtimes : executables;
+    if (std::any_of(list.begin(), list.end(), [&](const Mapping& c) { return c.path == m.path; })) continue;
+    list.push_back(std::move(m));
+  }
+  runtimes.insert(runtimes.end(), executables.begin(), executables.end());
+  for (const Mapping& c : runtimes) {
     std::string elf_error;
-    std::unique_ptr<elf::ElfFile> file = elf::ElfFile::Open(path, &elf_error);
+    std::unique_ptr<elf::ElfFile> file = elf::ElfFile::Open(c.path, &elf_error);
     std::uint64_t value = 0;
     if (!file || !file->FindFunction(kBootstrapSymbol, &value)) continue;
     std::uint64_t base = 0;
@@ -317,9 +415,9 @@ std::uint64_t FindBootstrap(pid_t pid, std::string* error, std::string* mapping)
       for (const auto& ph : file->segments()) {
         if (ph.p_type == PT_LOAD) first_vaddr = std::min<std::uint64_t>(first_vaddr, ph.p_vaddr & ~0xfffULL);
       }
-      base = start - (first_vaddr == ~std::uint64_t{0} ? 0 : first_vaddr);
+      base = c.start - (first_vaddr == ~std::uint64_t{0} ? 0 : first_vaddr);
     }
-    if (mapping != nullptr) *mapping = line;
+    if (mapping != nullptr) *mapping = c;
     return base + value;
   }
   *error = "process " + std::to_string(pid) + " does not have the hushtrace runtime loaded";
@@ -327,7 +425,7 @@ std::uint64_t FindBootstrap(pid_t pid, std::string* error, std::string* mapping)
 }
 
 #if defined(__x86_64__)
-bool CallInProcess(pid_t pid, std::uint64_t fn, const std::string& mapping, int timeout_ms,
+bool CallInProcess(pid_t pid, std::uint64_t fn, const Mapping& mapping, int timeout_ms,
                    int* result, std::string* error) {
   const long deadline = NowMs() + timeout_ms;
   std::vector<pid_t> candidates;
@@ -343,7 +441,7 @@ bool CallInProcess(pid_t pid, std::uint64_t fn, const std::string& mapping, int 
         // between fork and exec still shows its parent's image). With this thread stopped the
         // image can no longer change (an exec by another thread would kill it): the mapping the
         // address came from must still be there.
-        if (!MapsHoldLine(pid, mapping)) {
+        if (!HasMapping(pid, mapping)) {
           ::ptrace(PTRACE_DETACH, tid, nullptr, nullptr);
           *error = "process " + std::to_string(pid) + " changed (exec) while attaching; retry";
           return false;
@@ -361,7 +459,7 @@ bool CallInProcess(pid_t pid, std::uint64_t fn, const std::string& mapping, int 
   return false;
 }
 #else
-bool CallInProcess(pid_t, std::uint64_t, const std::string&, int, int*, std::string* error) {
+bool CallInProcess(pid_t, std::uint64_t, const Mapping&, int, int*, std::string* error) {
   *error = "attaching to a running process is implemented for x86-64 only; start the program with "
            "HUSHTRACE_CONTROL=1 instead";
   return false;
