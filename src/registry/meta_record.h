@@ -29,6 +29,16 @@ struct MetaRecord {
   std::string Signature() const;
 };
 
+// a.FullName() == b.FullName(), without building either string in the usual case: the registry
+// compares every new descriptor with every event it has, at each session's start (Registry::Add).
+inline bool SameFullName(const MetaRecord& a, const MetaRecord& b) {
+  if (a.provider == b.provider) return a.name == b.name;
+  // Different providers give different full names unless one contains ':' ("a" "b:c" and "a:b"
+  // "c" are both "a:b:c").
+  if (a.provider.find(':') == std::string::npos && b.provider.find(':') == std::string::npos) return false;
+  return a.FullName() == b.FullName();
+}
+
 const char* KindName(std::uint8_t kind);
 bool IsKnownTypeCode(std::string_view code);
 

@@ -233,8 +233,7 @@ std::ptrdiff_t Registry::Add(internal::Descriptor* d) {
   }
   for (std::size_t i = 0; i < events_.size(); ++i) {
     Event& e = events_[i];
-    if (e.meta.FullName() == meta.FullName() && e.meta.kind == meta.kind &&
-        e.meta.Signature() == meta.Signature()) {
+    if (SameFullName(e.meta, meta) && e.meta.kind == meta.kind && e.meta.Signature() == meta.Signature()) {
       e.descriptors.push_back(d);
       if (e.Active()) d->state.store(e.StateWord(), std::memory_order_release);
       return static_cast<std::ptrdiff_t>(i);

@@ -962,3 +962,44 @@ TEST(RingSession, EventOfExactlyTheLargestSizeIsAccepted) {
 }
 
 }  // namespace
+
+// The metadata's text as BuildMetadata writes it: UUIDs in 8-4-4-4-12 lower-case hex digits that
+// UuidFromString reads back, and control characters of quoted strings as \xNN escapes.
+TEST(MetadataText, UuidsAndEscapesAreWrittenDigitByDigit) {
+  const std::uint8_t uuid[16] = {0x00, 0x01, 0x0a, 0xff, 0x10, 0x9f, 0x4b, 0xc0,
+                                 0x80, 0x7e, 0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc};
+  const std::string text = hush::format::UuidToString(uuid);
+  EXPECT_EQ(text, "00010aff-109f-4bc0-807e-123456789abc");
+  std::uint8_t back[16] = {};
+  ASSERT_TRUE(hush::format::UuidFromString(text, back));
+  EXPECT_EQ(std::memcmp(back, uuid, sizeof uuid), 0);
+
+  hush::format::TraceInfo info;
+  std::memcpy(info.uuid, uuid, sizeof uuid);
+  info.procname = std::string("a\x01\x1f\x7f\"\\b", 7);
+  info.mode = "stream";
+  const std::string metadata = hush::format::BuildMetadata(info, {});
+  EXPECT_NE(metadata.find("procname = \"a\\x01\\x1f\\x7f\\\"\\\\b\";"), std::string::npos) << metadata;
+  EXPECT_NE(metadata.find("uuid = \"00010aff-109f-4bc0-807e-123456789abc\";"), std::string::npos);
+  EXPECT_EQ(hush::format::ClockUuidOfMetadata(metadata), text);
+}
+
+// Registry::Add merges descriptors by full name without building the names: SameFullName must
+// be FullName equality, ':' in a provider or name included.
+TEST(MetaRecordNames, SameFullNameIsEqualityOfFullNames) {
+  const auto record = [](std::string provider, std::string name) {
+    hush::registry::MetaRecord m;
+    m.provider = std::move(provider);
+    m.name = std::move(name);
+    return m;
+  };
+  const std::vector<hush::registry::MetaRecord> all = {
+      record("a", "b"), record("a", "c"), record("b", "b"), record("a", "b:c"),
+      record("a:b", "c"), record("ab", ""), record("a", "b")};
+  for (const auto& x : all) {
+    for (const auto& y : all) {
+      EXPECT_EQ(hush::registry::SameFullName(x, y), x.FullName() == y.FullName())
+          << x.FullName() << " / " << y.FullName();
+    }
+  }
+}
