@@ -69,6 +69,23 @@ std::vector<std::string> Snapshots(const std::string& dir) {
   return paths;
 }
 
+// Snapshots begun in DIR, complete or not (a partial one is a hidden directory): the snapshot
+// thread creates one when it first copies the rings for a trigger.
+std::size_t SnapshotsBegun(const std::string& dir) { return hush::clitest::ListDir(dir + "/snapshots").size(); }
+
+// After a slow request: waits (up to 10 s) until the snapshot thread has begun more snapshots
+// than `before`, that is copied the rings for the trigger. A snapshot holds what the rings held
+// when the thread copied them, and a ring of 64 KiB holds ~40 ms of these requests: on a loaded
+// 2-CPU machine the thread, woken but not yet run when the loop had lapped the ring, once copied
+// a ring without the slow request (CI, 2026-12-07). A service does not spin from one request to
+// the next as this loop does; the test waits rather than size the ring for the worst delay.
+void WaitForSnapshotBegun(const std::string& dir, std::size_t before) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (SnapshotsBegun(dir) <= before && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
 // Polls until DIR holds `count` complete snapshots (the snapshot thread writes them).
 std::vector<std::string> WaitForSnapshots(const std::string& dir, std::size_t count) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -373,11 +390,14 @@ TEST(TriggerTest, AdaptiveThresholdCatchesEverySlowRequestAfterWarmUp) {
   const std::vector<std::uint32_t> slow = {11000, 15000, 19000};
   std::uint32_t fired_in_warmup = 0;
   for (std::uint32_t n = 0; n < kSpans; ++n) {
+    const bool is_slow = std::find(slow.begin(), slow.end(), n) != slow.end();
+    const std::size_t begun = is_slow ? SnapshotsBegun(dir) : 0;
     {
       HUSH_SPAN(req, handle);
       HUSH_TRACE(req, number, n);
-      if (std::find(slow.begin(), slow.end(), n) != slow.end()) std::this_thread::sleep_for(kSlow);
+      if (is_slow) std::this_thread::sleep_for(kSlow);
     }
+    if (is_slow) WaitForSnapshotBegun(dir, begun);
     if (n == 9000) fired_in_warmup = static_cast<std::uint32_t>(session->Stats().snapshots_triggered);
     const auto end = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
     while (std::chrono::steady_clock::now() < end) {
