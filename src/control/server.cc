@@ -304,16 +304,17 @@ void UnlinkSocket() {
   if (g_socket_path != nullptr) ::unlink(g_socket_path->c_str());
 }
 
-int CreateSocket(std::string* path_out) {
+// The listening socket in one base directory (protocol.h, SocketPath), or -errno.
+int CreateSocketIn(int base, std::string* path_out) {
   const uid_t uid = ::geteuid();
-  const std::string dir = SocketDirectory(uid);
+  const std::string dir = SocketDirectory(uid, base);
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return -errno;
   struct stat st;
   // The directory must be ours, private, and not a symlink: another user who created it first
   // could otherwise see or replace our socket. We refuse rather than repair it.
   if (::lstat(dir.c_str(), &st) != 0) return -errno;
   if (!S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 077) != 0) return -EPERM;
-  const std::string path = SocketPath(uid, ::getpid());
+  const std::string path = SocketPath(uid, ::getpid(), base);
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (path.size() >= sizeof addr.sun_path) return -ENAMETOOLONG;
@@ -330,6 +331,17 @@ int CreateSocket(std::string* path_out) {
   }
   *path_out = path;
   return fd.release();  // the server thread's for the life of the process
+}
+
+// The first base that works (/dev/shm, then /tmp); the first base's error if none does.
+int CreateSocket(std::string* path_out) {
+  int first_error = 0;
+  for (int base = 0; base < kSocketBaseCount; ++base) {
+    const int fd = CreateSocketIn(base, path_out);
+    if (fd >= 0) return fd;
+    if (base == 0) first_error = fd;
+  }
+  return first_error;
 }
 
 }  // namespace

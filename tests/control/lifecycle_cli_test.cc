@@ -7,7 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli/cli_test_util.h"
@@ -101,7 +103,15 @@ TEST(LifecycleCli, StartStopCyclesKeepTheProcessFlat) {
   const ProcessUsage before = ReadProcessUsage(target.pid(), root.path());
   ASSERT_TRUE(before.ok);
   for (int i = kWarmup; i < kWarmup + kCycles && !HasFatalFailure(); ++i) Cycle(target, root, i);
-  const ProcessUsage after = ReadProcessUsage(target.pid(), root.path());
+  // The server closes the last `stop`'s connection after its work past the reply (freeing the
+  // stopped session, server.cc), which a loaded machine may not have scheduled yet when the CLI
+  // has exited: a descriptor more for a moment, not a leak (once, under ctest -j2 beside the
+  // soak test). A leak stays past the wait.
+  ProcessUsage after = ReadProcessUsage(target.pid(), root.path());
+  for (int tries = 0; after.ok && after.fds > before.fds && tries < 200; ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    after = ReadProcessUsage(target.pid(), root.path());
+  }
   ASSERT_TRUE(after.ok);
   const std::string figures = "before: " + Describe(before) + "\nafter:  " + Describe(after);
   std::printf("%d start/stop cycles (%d failed starts)\n%s\n", kCycles, kCycles / 4, figures.c_str());

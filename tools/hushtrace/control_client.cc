@@ -31,10 +31,11 @@ bool ProcessUid(pid_t pid, uid_t* uid) {
   return true;
 }
 
-// A connected socket, or an empty UniqueFd with *error; *absent when nothing listens there (yet).
-base::UniqueFd Connect(pid_t pid, uid_t uid, bool* absent, std::string* error) {
+// A socket connected to the control socket of `pid` in one base directory (protocol.h,
+// SocketPath), or an empty UniqueFd with *error; *absent when nothing listens there (yet).
+base::UniqueFd ConnectIn(int base, pid_t pid, uid_t uid, bool* absent, std::string* error) {
   *absent = false;
-  const std::string path = control::SocketPath(uid, pid);
+  const std::string path = control::SocketPath(uid, pid, base);
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, path.c_str(), std::min(path.size() + 1, sizeof addr.sun_path - 1));
@@ -59,6 +60,27 @@ base::UniqueFd Connect(pid_t pid, uid_t uid, bool* absent, std::string* error) {
     return {};
   }
   return fd;
+}
+
+// The process's control socket under the first base that has it (the server's order). *absent:
+// none connected and nothing listens under at least one base, where the bootstrap may open it;
+// *error then is the first base's error, unless another base's says more than "absent".
+base::UniqueFd Connect(pid_t pid, uid_t uid, bool* absent, std::string* error) {
+  *absent = false;
+  bool any_absent = false, error_says_absent = true;
+  for (int base = 0; base < control::kSocketBaseCount; ++base) {
+    bool this_absent = false;
+    std::string this_error;
+    base::UniqueFd fd = ConnectIn(base, pid, uid, &this_absent, &this_error);
+    if (fd) return fd;
+    any_absent = any_absent || this_absent;
+    if (base == 0 || (error_says_absent && !this_absent)) {
+      *error = this_error;
+      error_says_absent = this_absent;
+    }
+  }
+  *absent = any_absent;
+  return {};
 }
 
 // The state letter of /proc/PID/stat ('R', 'S', 'T' stopped, 't' stopped by a tracer...), or 0.
