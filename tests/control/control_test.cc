@@ -340,6 +340,40 @@ TEST(ControlTest, AnotherUserIsRefused) {
   ExpectPrivateTrace(parent + "/trace", 65534);
 }
 
+// /dev/shm/hushtrace-<uid> taken by another user (here root, for the target's 65534): the server
+// refuses that directory and opens its socket under /tmp/hushtrace-<uid> instead, where the CLI
+// finds it. protocol.h, SocketPath.
+TEST(ControlTest, SocketFallsBackToTmpWhenItsShmDirectoryIsAnotherUsers) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run processes as other users";
+  const std::vector<std::string> as_owner = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"};
+  const std::string taken = control::SocketDirectory(65534, 0);
+  clitest::RemoveTree(taken);  // left by an earlier test of this binary (user 65534's)
+  ASSERT_EQ(::mkdir(taken.c_str(), 0700), 0) << taken;  // root's: not the target's
+  {
+    Target t(CONTROL_TARGET, as_owner);
+    if (!t.ok()) {
+      clitest::RemoveTree(taken);
+      GTEST_SKIP() << "user 65534 cannot run control_target from the build tree";
+    }
+    TempDir dir;
+    ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);
+    const std::string parent = dir.path() + "/owner";
+    ASSERT_EQ(::mkdir(parent.c_str(), 0700), 0);
+    ASSERT_EQ(::chown(parent.c_str(), 65534, 65534), 0);
+    const std::string pid = std::to_string(t.pid());
+    const RunResult r = Cli({"start", pid, "-e", "ctl:tick", "-o", parent + "/trace"});
+    EXPECT_EQ(r.status, 0) << r.err;
+    uid_t owner = 0;
+    EXPECT_EQ(ModeOf(control::SocketPath(65534, t.pid(), 1), &owner) & 0777, 0600u);
+    EXPECT_EQ(owner, 65534u);
+    EXPECT_FALSE(clitest::PathExists(control::SocketPath(65534, t.pid(), 0)));
+    EXPECT_EQ(t.Command("emit 20"), "done");
+    EXPECT_EQ(Cli({"stop", pid}).status, 0);
+    EXPECT_EQ(ReadTicks(parent + "/trace").ticks, 20u);
+  }
+  clitest::RemoveTree(taken);
+}
+
 // A socket connected to the control socket of `pid`; -1 if the connection failed.
 int ConnectRaw(pid_t pid) {
   const std::string path = control::SocketPath(::geteuid(), pid);
