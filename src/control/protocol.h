@@ -33,6 +33,7 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -69,7 +70,7 @@ inline constexpr char kTriggersSuppressed[] = "triggers-suppressed";
 // read-only, or holds a hushtrace-<uid> that is not the user's. The client tries them in the
 // same order and checks that the server is the process (SO_PEERCRED) whichever answers.
 inline constexpr const char* kSocketBases[] = {"/dev/shm", "/tmp"};
-inline constexpr int kSocketBaseCount = 2;
+inline constexpr int kSocketBaseCount = static_cast<int>(std::size(kSocketBases));
 inline std::string SocketDirectory(uid_t uid, int base = 0) {
   return std::string(kSocketBases[base]) + "/hushtrace-" + std::to_string(uid);
 }

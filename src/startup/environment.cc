@@ -80,22 +80,13 @@ bool ParseFunctionEnv(const char* functions, SessionOptions* options) {
 }
 
 // Whether some variable's name starts with HUSHTRACE_. The common program has none, and then
-// nothing else is read. The loop is unrolled so that the prefix's bytes become immediates of the
-// compares: reading env::kPrefix (or the names, for secure_getenv) would fault in a page of the
-// library's .rodata, ~4 us on the test VM, that nothing else in such a program touches.
+// nothing else is read: reading the names (for secure_getenv) would fault in a page of the
+// library's .rodata, ~4 us on the test VM, that nothing else in such a program touches
+// (env::HasPrefix compares with immediates).
 bool AnyHushtraceVariable() {
   if (environ == nullptr) return false;  // clearenv() in an earlier constructor
   for (char** e = environ; *e != nullptr; ++e) {
-    const char* name = *e;
-    bool match = true;
-#pragma GCC unroll 16
-    for (int i = 0; i < env::kPrefixLength; ++i) {
-      if (name[i] != env::kPrefix[i]) {  // stops at the name's NUL, which no prefix byte matches
-        match = false;
-        break;
-      }
-    }
-    if (match) return true;
+    if (env::HasPrefix(*e)) return true;
   }
   return false;
 }

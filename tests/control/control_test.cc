@@ -296,11 +296,23 @@ TEST(ControlTest, BadArguments) {
   EXPECT_EQ(Cli({"status", "999999999"}).status, 1);
 }
 
+// The traced program of the tests below runs as user 65534.
+const std::vector<std::string> kAsOwner = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"};
+
+// *parent = DIR/owner, a 0700 directory of user 65534 (DIR made 0755 so that 65534 reaches it):
+// where that program's trace goes. Call with ASSERT_NO_FATAL_FAILURE.
+void MakeOwnerDirectory(const TempDir& dir, std::string* parent) {
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);
+  *parent = dir.path() + "/owner";
+  ASSERT_EQ(::mkdir(parent->c_str(), 0700), 0);
+  ASSERT_EQ(::chown(parent->c_str(), 65534, 65534), 0);
+}
+
 // The traced program runs as 65534; root may control it, user 65533 may not, before or after the
 // control channel exists, and the trace belongs to 65534 with private modes.
 TEST(ControlTest, AnotherUserIsRefused) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to run processes as other users";
-  const std::vector<std::string> as_owner = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"};
+  const std::vector<std::string>& as_owner = kAsOwner;
   const std::vector<std::string> as_other = {"setpriv", "--reuid=65533", "--regid=65533", "--clear-groups"};
   if (Cli({"--version"}, as_other).status != 0) {
     GTEST_SKIP() << "user 65533 cannot run the CLI from the build tree (directory permissions)";
@@ -308,10 +320,8 @@ TEST(ControlTest, AnotherUserIsRefused) {
   Target t(CONTROL_TARGET, as_owner);
   if (!t.ok()) GTEST_SKIP() << "user 65534 cannot run control_target from the build tree";
   TempDir dir;
-  ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);
-  const std::string parent = dir.path() + "/owner";
-  ASSERT_EQ(::mkdir(parent.c_str(), 0700), 0);
-  ASSERT_EQ(::chown(parent.c_str(), 65534, 65534), 0);
+  std::string parent;
+  ASSERT_NO_FATAL_FAILURE(MakeOwnerDirectory(dir, &parent));
   const std::string pid = std::to_string(t.pid());
 
   // Before the channel exists: ptrace is refused.
@@ -345,33 +355,29 @@ TEST(ControlTest, AnotherUserIsRefused) {
 // finds it. protocol.h, SocketPath.
 TEST(ControlTest, SocketFallsBackToTmpWhenItsShmDirectoryIsAnotherUsers) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to run processes as other users";
-  const std::vector<std::string> as_owner = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"};
   const std::string taken = control::SocketDirectory(65534, 0);
   clitest::RemoveTree(taken);  // left by an earlier test of this binary (user 65534's)
   ASSERT_EQ(::mkdir(taken.c_str(), 0700), 0) << taken;  // root's: not the target's
-  {
-    Target t(CONTROL_TARGET, as_owner);
-    if (!t.ok()) {
-      clitest::RemoveTree(taken);
-      GTEST_SKIP() << "user 65534 cannot run control_target from the build tree";
-    }
-    TempDir dir;
-    ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);
-    const std::string parent = dir.path() + "/owner";
-    ASSERT_EQ(::mkdir(parent.c_str(), 0700), 0);
-    ASSERT_EQ(::chown(parent.c_str(), 65534, 65534), 0);
-    const std::string pid = std::to_string(t.pid());
-    const RunResult r = Cli({"start", pid, "-e", "ctl:tick", "-o", parent + "/trace"});
-    EXPECT_EQ(r.status, 0) << r.err;
-    uid_t owner = 0;
-    EXPECT_EQ(ModeOf(control::SocketPath(65534, t.pid(), 1), &owner) & 0777, 0600u);
-    EXPECT_EQ(owner, 65534u);
-    EXPECT_FALSE(clitest::PathExists(control::SocketPath(65534, t.pid(), 0)));
-    EXPECT_EQ(t.Command("emit 20"), "done");
-    EXPECT_EQ(Cli({"stop", pid}).status, 0);
-    EXPECT_EQ(ReadTicks(parent + "/trace").ticks, 20u);
-  }
-  clitest::RemoveTree(taken);
+  // Removed however the test ends: AnotherUserIsRefused expects user 65534's socket there.
+  struct RemoveTaken {
+    const std::string& path;
+    ~RemoveTaken() { clitest::RemoveTree(path); }
+  } remove_taken{taken};
+  Target t(CONTROL_TARGET, kAsOwner);
+  if (!t.ok()) GTEST_SKIP() << "user 65534 cannot run control_target from the build tree";
+  TempDir dir;
+  std::string parent;
+  ASSERT_NO_FATAL_FAILURE(MakeOwnerDirectory(dir, &parent));
+  const std::string pid = std::to_string(t.pid());
+  const RunResult r = Cli({"start", pid, "-e", "ctl:tick", "-o", parent + "/trace"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  uid_t owner = 0;
+  EXPECT_EQ(ModeOf(control::SocketPath(65534, t.pid(), 1), &owner) & 0777, 0600u);
+  EXPECT_EQ(owner, 65534u);
+  EXPECT_FALSE(clitest::PathExists(control::SocketPath(65534, t.pid(), 0)));
+  EXPECT_EQ(t.Command("emit 20"), "done");
+  EXPECT_EQ(Cli({"stop", pid}).status, 0);
+  EXPECT_EQ(ReadTicks(parent + "/trace").ticks, 20u);
 }
 
 // A socket connected to the control socket of `pid`; -1 if the connection failed.

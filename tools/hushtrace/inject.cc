@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "base/dir_stream.h"
+#include "base/read_at.h"
 #include "base/unique_fd.h"
 #include "elf/elf_file.h"
 
@@ -132,17 +133,20 @@ int QueryMapping(int maps_fd, std::uint64_t addr, bool or_next, Mapping* out) {
   return 1;
 }
 
+// The whole text of the maps file open at `fd` (what could be read of it).
 std::string ReadAll(int fd) {
   std::string text;
   char buf[16384];
-  for (ssize_t n; (n = ::pread(fd, buf, sizeof buf, static_cast<off_t>(text.size()))) != 0;) {
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    text.append(buf, static_cast<std::size_t>(n));
+  for (int err = 0; err == 0;) {
+    std::size_t done = 0;
+    err = base::ReadAt(fd, buf, sizeof buf, text.size(), &done);
+    text.append(buf, done);
   }
   return text;
+}
+
+base::UniqueFd OpenMaps(pid_t pid) {
+  return base::UniqueFd(::open(("/proc/" + std::to_string(pid) + "/maps").c_str(), O_RDONLY | O_CLOEXEC));
 }
 
 // Every file-backed mapping of the process whose maps `maps_fd` is, in address order.
@@ -161,7 +165,7 @@ std::vector<Mapping> FileMappings(int maps_fd) {
 #if defined(__x86_64__)
 // Whether process `pid` still has `mapping` (as FindBootstrap found it).
 bool HasMapping(pid_t pid, const Mapping& mapping) {
-  const base::UniqueFd fd(::open(("/proc/" + std::to_string(pid) + "/maps").c_str(), O_RDONLY | O_CLOEXEC));
+  const base::UniqueFd fd = OpenMaps(pid);
   if (!fd) return false;
   Mapping now;
   if (const int r = QueryMapping(fd.get(), mapping.start, /*or_next=*/false, &now); r >= 0) {
@@ -369,15 +373,14 @@ std::vector<Mapping> ParseMapsText(std::string_view text) {
 }
 
 std::vector<Mapping> FileMappingsOf(pid_t pid) {
-  const base::UniqueFd fd(::open(("/proc/" + std::to_string(pid) + "/maps").c_str(), O_RDONLY | O_CLOEXEC));
+  const base::UniqueFd fd = OpenMaps(pid);
   return fd ? FileMappings(fd.get()) : std::vector<Mapping>{};
 }
 
 std::uint64_t FindBootstrap(pid_t pid, std::string* error, Mapping* mapping) {
-  const std::string maps_path = "/proc/" + std::to_string(pid) + "/maps";
   // The kernel refuses another user's process when the file is opened (a ptrace access check),
   // although its mode is 0444.
-  const base::UniqueFd maps_fd(::open(maps_path.c_str(), O_RDONLY | O_CLOEXEC));
+  const base::UniqueFd maps_fd = OpenMaps(pid);
   if (!maps_fd) {
     *error = errno == EACCES || errno == EPERM
                  ? "permission denied: process " + std::to_string(pid) +
