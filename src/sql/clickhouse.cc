@@ -1,12 +1,13 @@
 #include "sql/clickhouse.h"
 
 #include <curl/curl.h>
-#include <dlfcn.h>
 #include <zlib.h>
 
 #include <cctype>
 #include <cstring>
 #include <mutex>
+
+#include "sql/loaded_library.h"
 
 namespace hush::sql {
 
@@ -149,10 +150,10 @@ bool Gzip(std::span<const std::uint8_t> data, std::string* out) {
 
 namespace {
 
-// libcurl is loaded by the first client, not linked: linked, it made every hushtrace command
-// (start, stop, dump...) load 28 more libraries (TLS, Kerberos, LDAP, IDN...) and run their
-// constructors, most of the CLI's own start-up: `perf stat -r 30 hushtrace --version`, docs/
-// benchmarks.md "Attach from the command line". Only `ship` pays for it now.
+// libcurl is loaded by the first client, not linked (loaded_library.h): linked, it made every
+// hushtrace command (start, stop, dump...) load 28 more libraries (TLS, Kerberos, LDAP, IDN...)
+// and run their constructors, most of the CLI's own start-up: `perf stat -r 30 hushtrace
+// --version`, docs/benchmarks.md "Attach from the command line". Only `ship` pays for it now.
 struct CurlApi {
   decltype(&::curl_global_init) global_init = nullptr;
   decltype(&::curl_easy_init) easy_init = nullptr;
@@ -167,32 +168,21 @@ struct CurlApi {
   std::string error;  // why libcurl is not usable; empty once loaded and initialized
 };
 
-template <class F>
-void Resolve(void* lib, const char* name, F* out, std::string* error) {
-  *out = reinterpret_cast<F>(::dlsym(lib, name));
-  if (*out == nullptr && error->empty()) *error = std::string("libcurl.so.4 has no ") + name;
-}
-
 // Loaded once per process and never unloaded (its connection cache and TLS state live on).
 const CurlApi& Curl() {
   static const CurlApi api = [] {
     CurlApi a;
-    void* lib = ::dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
-    if (lib == nullptr) {
-      const char* why = ::dlerror();
-      a.error = std::string("cannot load libcurl (Debian package libcurl4): ") + (why ? why : "dlopen failed");
-      return a;
-    }
-    Resolve(lib, "curl_global_init", &a.global_init, &a.error);
-    Resolve(lib, "curl_easy_init", &a.easy_init, &a.error);
-    Resolve(lib, "curl_easy_cleanup", &a.easy_cleanup, &a.error);
-    Resolve(lib, "curl_easy_reset", &a.easy_reset, &a.error);
-    Resolve(lib, "curl_easy_setopt", &a.easy_setopt, &a.error);
-    Resolve(lib, "curl_easy_perform", &a.easy_perform, &a.error);
-    Resolve(lib, "curl_easy_getinfo", &a.easy_getinfo, &a.error);
-    Resolve(lib, "curl_easy_strerror", &a.easy_strerror, &a.error);
-    Resolve(lib, "curl_slist_append", &a.slist_append, &a.error);
-    Resolve(lib, "curl_slist_free_all", &a.slist_free_all, &a.error);
+    LoadedLibrary lib("libcurl.so.4", "libcurl4", &a.error);
+    lib.Resolve("curl_global_init", &a.global_init);
+    lib.Resolve("curl_easy_init", &a.easy_init);
+    lib.Resolve("curl_easy_cleanup", &a.easy_cleanup);
+    lib.Resolve("curl_easy_reset", &a.easy_reset);
+    lib.Resolve("curl_easy_setopt", &a.easy_setopt);
+    lib.Resolve("curl_easy_perform", &a.easy_perform);
+    lib.Resolve("curl_easy_getinfo", &a.easy_getinfo);
+    lib.Resolve("curl_easy_strerror", &a.easy_strerror);
+    lib.Resolve("curl_slist_append", &a.slist_append);
+    lib.Resolve("curl_slist_free_all", &a.slist_free_all);
     if (a.error.empty() && a.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) a.error = "curl_global_init failed";
     return a;
   }();

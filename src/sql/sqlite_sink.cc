@@ -6,6 +6,8 @@
 #include <initializer_list>
 #include <string_view>
 
+#include "sql/loaded_library.h"
+
 namespace hush::sql {
 namespace {
 constexpr std::size_t kBatchRows = 32;     // rows of one INSERT statement
@@ -37,6 +39,55 @@ constexpr Column kClasses[] = {
 constexpr Column kNames[] = {{"id", T::kInt64}, {"name", T::kString}};
 constexpr std::size_t kSourcesTable = kTableCount, kClassesTable = kTableCount + 1,
                       kNamesTable = kTableCount + 2;
+
+// libsqlite3 is loaded by the first sink, not linked (loaded_library.h): linked, every hushtrace
+// command paid ~0.2 ms to load it (docs/architecture.md, "The CLI's start").
+struct SqliteApi {
+  decltype(&::sqlite3_bind_double) bind_double = nullptr;
+  decltype(&::sqlite3_bind_int64) bind_int64 = nullptr;
+  decltype(&::sqlite3_bind_text) bind_text = nullptr;
+  decltype(&::sqlite3_close) close = nullptr;
+  decltype(&::sqlite3_column_int64) column_int64 = nullptr;
+  decltype(&::sqlite3_column_text) column_text = nullptr;
+  decltype(&::sqlite3_config) config = nullptr;
+  decltype(&::sqlite3_errmsg) errmsg = nullptr;
+  decltype(&::sqlite3_errstr) errstr = nullptr;
+  decltype(&::sqlite3_exec) exec = nullptr;
+  decltype(&::sqlite3_finalize) finalize = nullptr;
+  decltype(&::sqlite3_free) free = nullptr;
+  decltype(&::sqlite3_open_v2) open_v2 = nullptr;
+  decltype(&::sqlite3_prepare_v2) prepare_v2 = nullptr;
+  decltype(&::sqlite3_prepare_v3) prepare_v3 = nullptr;
+  decltype(&::sqlite3_reset) reset = nullptr;
+  decltype(&::sqlite3_step) step = nullptr;
+  std::string error;  // why libsqlite3 is not usable; empty once loaded
+};
+
+const SqliteApi& Sqlite() {
+  static const SqliteApi api = [] {
+    SqliteApi a;
+    LoadedLibrary lib("libsqlite3.so.0", "libsqlite3-0", &a.error);
+    lib.Resolve("sqlite3_bind_double", &a.bind_double);
+    lib.Resolve("sqlite3_bind_int64", &a.bind_int64);
+    lib.Resolve("sqlite3_bind_text", &a.bind_text);
+    lib.Resolve("sqlite3_close", &a.close);
+    lib.Resolve("sqlite3_column_int64", &a.column_int64);
+    lib.Resolve("sqlite3_column_text", &a.column_text);
+    lib.Resolve("sqlite3_config", &a.config);
+    lib.Resolve("sqlite3_errmsg", &a.errmsg);
+    lib.Resolve("sqlite3_errstr", &a.errstr);
+    lib.Resolve("sqlite3_exec", &a.exec);
+    lib.Resolve("sqlite3_finalize", &a.finalize);
+    lib.Resolve("sqlite3_free", &a.free);
+    lib.Resolve("sqlite3_open_v2", &a.open_v2);
+    lib.Resolve("sqlite3_prepare_v2", &a.prepare_v2);
+    lib.Resolve("sqlite3_prepare_v3", &a.prepare_v3);
+    lib.Resolve("sqlite3_reset", &a.reset);
+    lib.Resolve("sqlite3_step", &a.step);
+    return a;
+  }();
+  return api;
+}
 
 // The views of the file, each a table of schema.h over the tables that hold its rows: its
 // columns' expressions in schema.h's order, then the tables they come from.
@@ -121,15 +172,15 @@ std::string SqliteCreateTable(const TableDef& table) {
   return std::string("CREATE TABLE IF NOT EXISTS ") + table.name + ColumnList(table.columns, false);
 }
 
-void SqliteSink::DbCloser::operator()(sqlite3* db) const { sqlite3_close(db); }
-void SqliteSink::StmtFinalizer::operator()(sqlite3_stmt* stmt) const { sqlite3_finalize(stmt); }
+void SqliteSink::DbCloser::operator()(sqlite3* db) const { Sqlite().close(db); }
+void SqliteSink::StmtFinalizer::operator()(sqlite3_stmt* stmt) const { Sqlite().finalize(stmt); }
 
 bool SqliteSink::Exec(const std::string& sql) {
   char* message = nullptr;
-  if (sqlite3_exec(db_.get(), sql.c_str(), nullptr, nullptr, &message) == SQLITE_OK) return true;
+  if (Sqlite().exec(db_.get(), sql.c_str(), nullptr, nullptr, &message) == SQLITE_OK) return true;
   if (error_.empty())
     error_ = std::string(message != nullptr ? message : "unknown error") + " (in: " + sql + ")";
-  sqlite3_free(message);
+  Sqlite().free(message);
   return false;
 }
 
@@ -137,16 +188,20 @@ std::unique_ptr<SqliteSink> SqliteSink::Create(const std::string& path, std::str
   // SQLite's allocation statistics take a global mutex around every malloc and free of the
   // library (the index sorter allocates per row): off. Possible only before SQLite initialises,
   // so in a process that used SQLite already this changes nothing (SQLITE_MISUSE, ignored).
-  static const bool kMemstatusOff = sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0) == SQLITE_OK;
+  if (!Sqlite().error.empty()) {
+    *error = Sqlite().error;
+    return nullptr;
+  }
+  static const bool kMemstatusOff = Sqlite().config(SQLITE_CONFIG_MEMSTATUS, 0) == SQLITE_OK;
   (void)kMemstatusOff;
   std::unique_ptr<SqliteSink> sink(new SqliteSink);
   sqlite3* db = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+  const int rc = Sqlite().open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                                  nullptr);
   sink->db_.reset(db);  // sqlite3_open_v2 hands out a handle to close even on failure
   if (rc != SQLITE_OK) {
     *error = "cannot open " + path + ": " +
-             (db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+             (db != nullptr ? Sqlite().errmsg(db) : Sqlite().errstr(rc));
     return nullptr;
   }
   // A new file: 64 KiB pages (fewer, fuller B-tree pages for the long events table), a page
@@ -186,46 +241,46 @@ SqliteSink::~SqliteSink() {
 
 bool SqliteSink::LoadNumbers() {
   sqlite3_stmt* raw = nullptr;
-  if (sqlite3_prepare_v2(db_.get(),
+  if (Sqlite().prepare_v2(db_.get(),
                          "SELECT name FROM sqlite_master WHERE name IN ('events', 'spans', "
                          "'counters') AND type <> 'view' ORDER BY name",
                          -1, &raw, nullptr) != SQLITE_OK) {
-    error_ = sqlite3_errmsg(db_.get());
+    error_ = Sqlite().errmsg(db_.get());
     return false;
   }
   Stmt stmt(raw);
-  if (sqlite3_step(stmt.get()) == SQLITE_ROW) {
+  if (Sqlite().step(stmt.get()) == SQLITE_ROW) {
     error_ = std::string("the file holds a table `") +
-             reinterpret_cast<const char*>(sqlite3_column_text(stmt.get(), 0)) +
+             reinterpret_cast<const char*>(Sqlite().column_text(stmt.get(), 0)) +
              "` of an earlier hushtrace; export into a new file";
     return false;
   }
   // event_rows of an earlier hushtrace: a rowid table, without seq.
-  if (sqlite3_prepare_v2(db_.get(), "SELECT COALESCE(MAX(seq), 0) FROM event_rows", -1, &raw,
+  if (Sqlite().prepare_v2(db_.get(), "SELECT COALESCE(MAX(seq), 0) FROM event_rows", -1, &raw,
                          nullptr) != SQLITE_OK) {
     error_ = std::string("the file holds a table `event_rows` of an earlier hushtrace (") +
-             sqlite3_errmsg(db_.get()) + "); export into a new file";
+             Sqlite().errmsg(db_.get()) + "); export into a new file";
     return false;
   }
   stmt.reset(raw);
-  if (sqlite3_step(stmt.get()) == SQLITE_ROW) next_seq_ = sqlite3_column_int64(stmt.get(), 0) + 1;
+  if (Sqlite().step(stmt.get()) == SQLITE_ROW) next_seq_ = Sqlite().column_int64(stmt.get(), 0) + 1;
   const auto text = [](sqlite3_stmt* st, int col) {
-    const unsigned char* p = sqlite3_column_text(st, col);
+    const unsigned char* p = Sqlite().column_text(st, col);
     return std::string(p != nullptr ? reinterpret_cast<const char*>(p) : "");
   };
   for (const char* query : {"SELECT source, trace_id, host, pid FROM sources",
                             "SELECT class, provider, name, kind FROM event_classes",
                             "SELECT id, name FROM names"}) {
     const bool sources = query[7] == 's', names = query[7] == 'i';
-    if (sqlite3_prepare_v2(db_.get(), query, -1, &raw, nullptr) != SQLITE_OK) {
-      error_ = sqlite3_errmsg(db_.get());
+    if (Sqlite().prepare_v2(db_.get(), query, -1, &raw, nullptr) != SQLITE_OK) {
+      error_ = Sqlite().errmsg(db_.get());
       return false;
     }
     stmt.reset(raw);
-    while (sqlite3_step(stmt.get()) == SQLITE_ROW) {
-      const std::int64_t n = sqlite3_column_int64(stmt.get(), 0);
+    while (Sqlite().step(stmt.get()) == SQLITE_ROW) {
+      const std::int64_t n = Sqlite().column_int64(stmt.get(), 0);
       if (sources) {
-        const std::int64_t pid = sqlite3_column_int64(stmt.get(), 3);
+        const std::int64_t pid = Sqlite().column_int64(stmt.get(), 3);
         sources_[{text(stmt.get(), 1), text(stmt.get(), 2), pid}] = n;
         next_source_ = std::max(next_source_, n + 1);
       } else if (names) {
@@ -249,9 +304,9 @@ bool SqliteSink::Prepare(std::size_t t, std::size_t rows, Stmt* out) {
     sql += ")";
   }
   sqlite3_stmt* stmt = nullptr;
-  if (sqlite3_prepare_v3(db_.get(), sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, &stmt,
+  if (Sqlite().prepare_v3(db_.get(), sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, &stmt,
                          nullptr) != SQLITE_OK) {
-    error_ = std::string(sqlite3_errmsg(db_.get())) + " (preparing the INSERT into " +
+    error_ = std::string(Sqlite().errmsg(db_.get())) + " (preparing the INSERT into " +
              table.name + ")";
     return false;
   }
@@ -426,21 +481,21 @@ bool SqliteSink::Insert(const Block& block, sqlite3_stmt* stmt, std::size_t firs
       const Value& v = block.values[r * columns + i];
       switch (def.columns[i].type) {
         case ColumnType::kInt64:
-        case ColumnType::kUInt32: sqlite3_bind_int64(stmt, param, v.i); break;
-        case ColumnType::kFloat64: sqlite3_bind_double(stmt, param, v.d); break;
+        case ColumnType::kUInt32: Sqlite().bind_int64(stmt, param, v.i); break;
+        case ColumnType::kFloat64: Sqlite().bind_double(stmt, param, v.d); break;
         case ColumnType::kString:
           // SQLITE_STATIC: the block outlives sqlite3_step() below, which copies the bytes.
-          sqlite3_bind_text(stmt, param, block.text.data() + block.offsets[string_index++],
+          Sqlite().bind_text(stmt, param, block.text.data() + block.offsets[string_index++],
                             static_cast<int>(v.s.size()), SQLITE_STATIC);
           break;
       }
     }
   }
-  const int rc = sqlite3_step(stmt);
-  sqlite3_reset(stmt);
+  const int rc = Sqlite().step(stmt);
+  Sqlite().reset(stmt);
   if (rc == SQLITE_DONE) return true;
   std::lock_guard lock(mu_);
-  writer_error_ = std::string("insert into ") + def.name + ": " + sqlite3_errmsg(db_.get());
+  writer_error_ = std::string("insert into ") + def.name + ": " + Sqlite().errmsg(db_.get());
   return false;
 }
 
