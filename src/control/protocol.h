@@ -39,6 +39,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/user_directory.h"
+
 namespace hush::control {
 
 inline constexpr std::string_view kRequestMagic = "hushtrace-control 1 ";
@@ -72,7 +74,7 @@ inline constexpr char kTriggersSuppressed[] = "triggers-suppressed";
 inline constexpr const char* kSocketBases[] = {"/dev/shm", "/tmp"};
 inline constexpr int kSocketBaseCount = static_cast<int>(std::size(kSocketBases));
 inline std::string SocketDirectory(uid_t uid, int base = 0) {
-  return std::string(kSocketBases[base]) + "/hushtrace-" + std::to_string(uid);
+  return base::UserDirectory(kSocketBases[base], uid);
 }
 inline std::string SocketPath(uid_t uid, pid_t pid, int base = 0) {
   return SocketDirectory(uid, base) + "/" + std::to_string(pid) + ".sock";

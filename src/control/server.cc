@@ -30,6 +30,7 @@
 #include "patch/patch.h"
 #include "session/core.h"
 #include "base/unique_fd.h"
+#include "base/user_directory.h"
 #include "base/library_thread.h"
 
 namespace hush::control {
@@ -307,13 +308,8 @@ void UnlinkSocket() {
 // The listening socket in one base directory (protocol.h, SocketPath), or -errno.
 int CreateSocketIn(int base, std::string* path_out) {
   const uid_t uid = ::geteuid();
-  const std::string dir = SocketDirectory(uid, base);
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return -errno;
-  struct stat st;
-  // The directory must be ours, private, and not a symlink: another user who created it first
-  // could otherwise see or replace our socket. We refuse rather than repair it.
-  if (::lstat(dir.c_str(), &st) != 0) return -errno;
-  if (!S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 077) != 0) return -EPERM;
+  // The directory must be ours, private, and not a symlink (base/user_directory.h).
+  if (const int e = base::MakeUserDirectory(SocketDirectory(uid, base), uid); e != 0) return e;
   const std::string path = SocketPath(uid, ::getpid(), base);
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;

@@ -2,6 +2,8 @@
 
 #include <string_view>
 
+#include "format/trace_uuid.h"
+
 namespace hush::format {
 namespace {
 
@@ -84,7 +86,7 @@ std::string BuildMetadata(const TraceInfo& info, const std::vector<const registr
     m += "typealias integer { size = " + b + "; align = 8; signed = false; } := uint" + b + "_t;\n";
     m += "typealias integer { size = " + b + "; align = 8; signed = true; } := int" + b + "_t;\n";
   }
-  m += "\ntrace {\n\tmajor = 1;\n\tminor = 8;\n\tuuid = \"" + uuid + "\";\n\tbyte_order = le;\n";
+  m += kTraceBlockPrefix + uuid + "\";\n\tbyte_order = le;\n";  // trace_uuid.h
   m += "\tpacket.header := struct {\n\t\tuint32_t magic;\n\t\tuint8_t uuid[16];\n"
        "\t\tuint32_t stream_id;\n\t\tuint64_t stream_instance_id;\n\t};\n};\n\n";
   m += "env {\n\tdomain = \"ust\";\n\ttracer_name = \"hushtrace\";\n\ttracer_major = 0;\n"

@@ -31,7 +31,10 @@
 #include "base/errno_message.h"
 #include "base/read_at.h"
 #include "base/unique_fd.h"
+#include "base/user_directory.h"
 #include "format/numbered_name.h"
+#include "format/ring_location.h"
+#include "format/trace_uuid.h"
 #include "format/packet.h"
 #include "reader/metadata_parser.h"
 #include "recover/event_walker.h"
@@ -992,22 +995,54 @@ namespace {
 using format::kCrashMarker;
 using format::kLegacyCrashMarker;
 
-// What DIR holds of a session that did not stop: its ring files, by index, each with the
-// directory it is in (DIR, or an earlier version's DIR/.ring).
+// What a session that did not stop left: its ring files, by index, each with the directory it is
+// in (DIR, an earlier version's DIR/.ring, or the trace's ring directory on /dev/shm:
+// format/ring_location.h).
 struct Leftovers {
   struct Ring {
     int dirfd;
-    std::string name;  // in dirfd
-    std::string shown;  // under DIR, for names and messages: ".ring_3", ".ring/ring_3"
+    std::string name;   // in dirfd
+    std::string shown;  // for names: ".ring_3", ".ring/ring_3"
+    std::string path;   // for messages: DIR/.ring_3, /dev/shm/hushtrace-UID/rings-UUID/.ring_3
   };
   std::map<std::uint32_t, Ring> rings;
   bool crash_marker = false;
   bool metadata_tmp = false;
   Fd legacy_dirfd;   // DIR/.ring, when there is one
+  Fd shared_dirfd;   // the trace's ring directory on /dev/shm, when there is one
+  std::string shared_dir;
   std::vector<std::string> ignored;  // entries of DIR/.ring that are not ring files
   // What a session's processes leave (a metadata rewrite cut short aside): something to recover.
   bool FromSession() const { return !rings.empty() || crash_marker || legacy_dirfd; }
 };
+
+// The trace's ring directory on /dev/shm (format/ring_location.h), if it has one: named after the
+// trace uuid of DIR's metadata and DIR itself, in the private directory of DIR's owner. *path set
+// when found.
+Fd OpenSharedRingDirectory(int dirfd, std::string* path) {
+  struct stat st;
+  if (::fstat(dirfd, &st) != 0) return Fd();
+  std::string uuid;
+  {
+    Fd md(::openat(dirfd, "metadata", O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
+    struct stat ms;
+    if (!md || ::fstat(md.get(), &ms) != 0 || !S_ISREG(ms.st_mode)) return Fd();  // ReadMetadata says why
+    std::string head(4096, '\0');  // the trace block is in the first few hundred bytes
+    std::size_t got = 0;
+    base::ReadAt(md.get(), head.data(), head.size(), 0, &got);
+    head.resize(got);
+    uuid = format::TraceUuidOfMetadata(head);
+  }
+  // Only the owner's own private directory: one another user planted there is not looked into.
+  if (uuid.empty() ||
+      base::CheckUserDirectory(base::UserDirectory(format::kSharedRingBase, st.st_uid), st.st_uid) != 0) {
+    return Fd();
+  }
+  const std::string dir = format::SharedRingDirectory(st, uuid);
+  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (fd) *path = dir;
+  return fd;
+}
 
 // Lists DIR (and DIR/.ring). False and *error when a directory cannot be read.
 bool FindLeftovers(int dirfd, const std::string& dir, Leftovers* out, std::string* error) {
@@ -1021,11 +1056,25 @@ bool FindLeftovers(int dirfd, const std::string& dir, Leftovers* out, std::strin
       if (name[0] != '.') continue;
       std::uint32_t index = 0;
       if (format::ParseNumberedName(name, format::kRingPrefix, &index)) {
-        out->rings[index] = {dirfd, name, name};
+        out->rings[index] = {dirfd, name, name, dir + "/" + name};
       } else if (std::strcmp(name, kCrashMarker) == 0) {
         out->crash_marker = true;
       } else if (std::strcmp(name, ".metadata.tmp") == 0) {
         out->metadata_tmp = true;
+      }
+    }
+  }
+  out->shared_dirfd = OpenSharedRingDirectory(dirfd, &out->shared_dir);
+  if (out->shared_dirfd) {
+    base::DirStream list = base::DirStream::Of(out->shared_dirfd.get());
+    if (!list) {
+      *error = ErrnoMessage("cannot list " + out->shared_dir);
+      return false;
+    }
+    while (const char* name = list.Next()) {
+      std::uint32_t index = 0;
+      if (format::ParseNumberedName(name, format::kRingPrefix, &index) && out->rings.count(index) == 0) {
+        out->rings[index] = {out->shared_dirfd.get(), name, name, out->shared_dir + "/" + name};
       }
     }
   }
@@ -1045,7 +1094,7 @@ bool FindLeftovers(int dirfd, const std::string& dir, Leftovers* out, std::strin
     std::uint32_t index = 0;
     if (std::strcmp(name, kLegacyCrashMarker) == 0) continue;  // read by Recover
     if (format::ParseNumberedName(name, format::kLegacyRingPrefix, &index) && out->rings.count(index) == 0) {
-      out->rings[index] = {out->legacy_dirfd.get(), name, legacy + "/" + name};
+      out->rings[index] = {out->legacy_dirfd.get(), name, legacy + "/" + name, dir + "/" + legacy + "/" + name};
     } else {
       out->ignored.push_back(legacy + "/" + name);
     }
@@ -1134,7 +1183,7 @@ bool Recover(const std::string& dir, const Options& options, Report* report) {
     rep.index = index;
     auto file = std::make_unique<RingFile>();
     std::string err;
-    const OpenRing st = OpenRingFile(ring.dirfd, ring.name, dir + "/" + ring.shown, index, md, file.get(), &err);
+    const OpenRing st = OpenRingFile(ring.dirfd, ring.name, ring.path, index, md, file.get(), &err);
     if (st == OpenRing::kError) {
       rep.status = RingStatus::kFailed;
       rep.error = err;
@@ -1193,6 +1242,7 @@ bool Recover(const std::string& dir, const Options& options, Report* report) {
       ::unlinkat(dirfd.get(), kCrashMarker, 0);
       if (found.legacy_dirfd) ::unlinkat(found.legacy_dirfd.get(), kLegacyCrashMarker, 0);
     }
+    if (ok && found.shared_dirfd) ::rmdir(found.shared_dir.c_str());  // kept if anything else is in it
     const std::string legacy(format::kLegacyRingDir);
     if (ok && found.legacy_dirfd && ::unlinkat(dirfd.get(), legacy.c_str(), AT_REMOVEDIR) != 0) {
       report->notes.push_back(ErrnoMessage("kept " + dir + "/" + legacy));

@@ -9,7 +9,10 @@
 #include "base/proc_file.h"
 #include "base/write_all.h"
 #include "filter/pattern_limits.h"
+#include "format/ctf_metadata.h"
 #include "format/numbered_name.h"
+#include "format/ring_location.h"
+#include "base/user_directory.h"
 #include "sched/sched_events.h"
 #include "sched/sched_recorder.h"
 #include "session/crash_handler.h"
@@ -18,12 +21,14 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -205,6 +210,7 @@ void Core::ReleaseParentInChild(Core* parent, bool keep_directories) {
   parent->snapshots_dirfd_.reset();
   if (keep_directories) return;  // a following child creates its own files there
   parent->dirfd_.reset();
+  parent->ring_dirfd_.reset();
 }
 
 void Core::ForgetInChild() {
@@ -244,6 +250,8 @@ void Core::OnForkChild() {
   // The descriptors are the child's own copies; the parent's Core (a copy in the child's memory,
   // never freed here) gives them up.
   child->dirfd_ = std::move(parent->dirfd_);
+  child->ring_dirfd_ = std::move(parent->ring_dirfd_);
+  child->shared_ring_dir_ = parent->shared_ring_dir_;
   child->subbuf_size_ = parent->subbuf_size_;
   child->subbuf_count_ = parent->subbuf_count_;
   child->budget_ = parent->budget_;  // a budget of its own: its rings are its own memory
@@ -381,6 +389,7 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
   }
   info_.uuid[6] = static_cast<std::uint8_t>((info_.uuid[6] & 0x0f) | 0x40);
   info_.uuid[8] = static_cast<std::uint8_t>((info_.uuid[8] & 0x3f) | 0x80);
+  PlaceRings();  // named after the uuid
   std::memcpy(info_.clock_uuid, g_inherited_clock_uuid, sizeof info_.clock_uuid);
   info_.pid = static_cast<std::uint32_t>(::getpid());
   info_.procname = base::ProcessName();
@@ -472,23 +481,57 @@ namespace {
 
 // Removes the files of buffer N that never became part of a trace: a failed Start's (Abandon) and
 // one whose session stopped while they were being created (Attach).
-void RemoveBufferFiles(int dirfd, std::uint32_t n) {
+void RemoveBufferFiles(int dirfd, int ring_dirfd, std::uint32_t n) {
   ::unlinkat(dirfd, format::StreamName(n).c_str(), 0);
-  ::unlinkat(dirfd, format::RingName(n).c_str(), 0);
+  ::unlinkat(ring_dirfd, format::RingName(n).c_str(), 0);
 }
 
 }  // namespace
 
 void Core::Abandon() {
   for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
-    RemoveBufferFiles(dirfd_.get(), slots_[i].ring->index());
+    RemoveBufferFiles(dirfd_.get(), ring_dir(), slots_[i].ring->index());
   }
+  CloseRingDirectory();
   if (dirfd_) {
     ::unlinkat(dirfd_.get(), "metadata", 0);
     ::unlinkat(dirfd_.get(), ".metadata.tmp", 0);
   }
   dirfd_.reset();
   if (created_dir_) ::rmdir(output_dir_.c_str());
+}
+
+void Core::PlaceRings() {
+  // tmpfs and ramfs: the trace directory is memory already.
+  struct statfs fs;
+  if (::fstatfs(dirfd_.get(), &fs) != 0 || fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC) return;
+  // /dev/shm must be tmpfs with room for the whole budget: the budget bounds what the rings can
+  // make resident, and a container's /dev/shm (64 MiB by default) would otherwise make the
+  // producers discard what a disk would have held.
+  struct statfs shm;
+  if (::statfs(format::kSharedRingBase, &shm) != 0 || shm.f_type != TMPFS_MAGIC ||
+      static_cast<std::uint64_t>(shm.f_bavail) * static_cast<std::uint64_t>(shm.f_bsize) < budget_) {
+    return;
+  }
+  const std::string user_dir = base::UserDirectory(format::kSharedRingBase, owner_uid_);
+  if (base::MakeUserDirectory(user_dir, owner_uid_) != 0) return;
+  // A new directory, never an existing one: the uuid is random, so one already there is not ours.
+  struct stat st;
+  if (::fstat(dirfd_.get(), &st) != 0) return;
+  const std::string dir = format::SharedRingDirectory(st, format::UuidToString(info_.uuid));
+  if (::mkdir(dir.c_str(), 0700) != 0) return;
+  ring_dirfd_.reset(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!ring_dirfd_) {
+    ::rmdir(dir.c_str());
+    return;
+  }
+  shared_ring_dir_ = dir;
+}
+
+void Core::CloseRingDirectory() {
+  if (!ring_dirfd_) return;
+  ring_dirfd_.reset();
+  ::rmdir(shared_ring_dir_.c_str());  // ENOTEMPTY while a fork child's rings are there
 }
 
 void Core::StartSched() {
@@ -608,9 +651,10 @@ ring::Ring* Core::Attach(internal::ThreadWriter& w, bool fresh) {
   }
   ++creating_;
   const int dirfd = dirfd_.get();
+  const int ring_dirfd = ring_dir();
   lock.unlock();
   std::string error;
-  std::unique_ptr<ring::Ring> r = CreateBufferFiles(dirfd, config, &error);
+  std::unique_ptr<ring::Ring> r = CreateBufferFiles(dirfd, ring_dirfd, config, &error);
   if (!r && errno == ENOBUFS) {
     error += " (" + std::to_string(budget_ >> 20) + " MiB; --buffer-budget, HUSHTRACE_BUFFER_BUDGET)";
   }
@@ -626,7 +670,7 @@ ring::Ring* Core::Attach(internal::ThreadWriter& w, bool fresh) {
     return nullptr;
   }
   if (stopped_) {  // stopped meanwhile: the files were never part of the trace
-    RemoveBufferFiles(dirfd, r->index());
+    RemoveBufferFiles(dirfd, ring_dirfd, r->index());
     return nullptr;
   }
   const std::uint32_t index = ring_count_.load(std::memory_order_relaxed);
@@ -639,15 +683,15 @@ ring::Ring* Core::Attach(internal::ThreadWriter& w, bool fresh) {
   return slot.ring.get();
 }
 
-std::unique_ptr<ring::Ring> Core::CreateBufferFiles(int dirfd, const ring::RingConfig& config,
-                                                     std::string* error) {
+std::unique_ptr<ring::Ring> Core::CreateBufferFiles(int dirfd, int ring_dirfd,
+                                                     const ring::RingConfig& config, std::string* error) {
   // File number N of ring_<N> / stream_<N>: from the counter of the process tree
   // (file_numbers.h); O_EXCL on both files makes N ours, and a number found taken is skipped.
   const FileSizeSignalGuard no_sigxfsz;  // sizing a ring file may exceed RLIMIT_FSIZE
   for (std::uint32_t tries = 0; tries < 1024; ++tries) {
     const std::uint32_t n = file_numbers_.Take();
     error->clear();
-    std::unique_ptr<ring::Ring> r = ring::Ring::Create(dirfd, n, config, error);
+    std::unique_ptr<ring::Ring> r = ring::Ring::Create(ring_dirfd, n, config, error);
     if (!r) {
       if (errno == EEXIST) continue;  // Create fails right after its O_EXCL open
       return nullptr;
@@ -657,7 +701,7 @@ std::unique_ptr<ring::Ring> Core::CreateBufferFiles(int dirfd, const ring::RingC
     const base::UniqueFd fd(::openat(dirfd, stream.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (fd) return r;
     const int e = errno;
-    ::unlinkat(dirfd, format::RingName(n).c_str(), 0);
+    ::unlinkat(ring_dirfd, format::RingName(n).c_str(), 0);
     if (e != EEXIST) {
       errno = e;
       *error = ErrnoMessage("cannot create " + stream);
@@ -986,8 +1030,9 @@ void Core::Stop(bool at_exit) {
   // mappings stay valid after the unlink until the Core is freed (see "Lifetime" in core.h),
   // which gives their space back.
   for (std::uint32_t i = 0, n = ring_count_.load(std::memory_order_relaxed); i < n; ++i) {
-    ::unlinkat(dirfd_.get(), format::RingName(slots_[i].ring->index()).c_str(), 0);
+    ::unlinkat(ring_dir(), format::RingName(slots_[i].ring->index()).c_str(), 0);
   }
+  CloseRingDirectory();
   dirfd_.reset();
 }
 

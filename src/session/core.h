@@ -231,10 +231,20 @@ class Core final : public ring::Owner {
   void TakePendingTriggers();                    // snapshot thread
   void StartSched();  // --sched; a refusal is reported once and the rest recorded
   bool WriteMetadata(std::string* error);
-  // Creates .ring_<N> and an empty stream_<N> (closed again) for a new buffer, N from
-  // file_numbers_; runs without mu_ (Attach). Null and *error on failure.
-  std::unique_ptr<ring::Ring> CreateBufferFiles(int dirfd, const ring::RingConfig& config,
+  // Creates .ring_<N> in `ring_dirfd` and an empty stream_<N> (closed again) in the trace
+  // directory `dirfd` for a new buffer, N from file_numbers_; runs without mu_ (Attach). Null
+  // and *error on failure.
+  std::unique_ptr<ring::Ring> CreateBufferFiles(int dirfd, int ring_dirfd, const ring::RingConfig& config,
                                                 std::string* error);
+  // Start(): where the ring files go (format/ring_location.h). Rings of a trace directory on a
+  // disk file system go to a directory of their own under /dev/shm (ring_dirfd_); on the
+  // slightest difficulty, and for a trace directory on tmpfs, they stay in the trace directory.
+  void PlaceRings();
+  // The directory of the ring files: ring_dirfd_, or the trace directory.
+  int ring_dir() const { return ring_dirfd_ ? ring_dirfd_.get() : dirfd_.get(); }
+  // Closes ring_dirfd_ and removes the directory PlaceRings made, once it is empty (a fork
+  // child's rings may still be in it: the last process of the tree to stop removes it).
+  void CloseRingDirectory();
   void WriteAll(bool include_open);
   // write_mu_ held. `last`: Stop's final write-out; a stream that cannot be opened then has its
   // events counted lost, while an earlier pass leaves them in the ring for the next one.
@@ -255,6 +265,8 @@ class Core final : public ring::Owner {
   SessionOptions options_;
   std::string output_dir_;
   base::UniqueFd dirfd_;
+  base::UniqueFd ring_dirfd_;     // PlaceRings: the rings' own directory; empty: the trace directory
+  std::string shared_ring_dir_;   // its path, for messages and its removal
   bool created_dir_ = false;  // Start() made output_dir_ (Abandon() removes it)
   bool published_ = false;
   bool quiescent_ = false;

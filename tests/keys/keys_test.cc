@@ -567,6 +567,8 @@ TEST(KeysSignals, ProgramHandlerInstalledAfterPatchingGetsItsTrapsAndPatchingGoe
 }
 
 TEST(KeysSignals, DefaultSigtrapActionStillKillsTheProcess) {
+  // Made (and removed) by the parent: the child dies of the signal, its destructors never run.
+  hushtest::TempDir dir("keys-child");
   std::fflush(stdout);
   std::fflush(stderr);
   const pid_t pid = ::fork();
@@ -575,7 +577,6 @@ TEST(KeysSignals, DefaultSigtrapActionStillKillsTheProcess) {
     const struct rlimit no_core = {0, 0};
     ::setrlimit(RLIMIT_CORE, &no_core);
     RestoreDefaultTrap();
-    hushtest::TempDir dir("keys-child");
     auto s = Start(dir.Sub("trace"), {"keys:work"});  // installs the handler over SIG_DFL
     if (s == nullptr) ::_exit(2);
     Work(1);
@@ -605,6 +606,7 @@ TEST(KeysSignals, ProgramHandlerChainingBackToThePatcherDoesNotLoop) {
   if (!kStaticKeys) GTEST_SKIP() << "HUSH_NO_STATIC_KEYS: no SIGTRAP handler is installed";
   int fds[2];
   ASSERT_EQ(::pipe(fds), 0);
+  hushtest::TempDir dir("keys-child");  // the parent's: the child dies of the signal
   std::fflush(stdout);
   std::fflush(stderr);
   const pid_t pid = ::fork();
@@ -614,7 +616,6 @@ TEST(KeysSignals, ProgramHandlerChainingBackToThePatcherDoesNotLoop) {
     g_chain_pipe = fds[1];
     const struct rlimit no_core = {0, 0};
     ::setrlimit(RLIMIT_CORE, &no_core);
-    hushtest::TempDir dir("keys-child");
     auto s = Start(dir.Sub("trace"), {"keys:work"});  // the patcher's handler is current
     if (s == nullptr) ::_exit(2);
     struct sigaction sa = {};

@@ -38,7 +38,7 @@ TEST_P(CrashMarker, OwnHandlerRunsDeathIsTheProgramsAndTheMarkerIsReported) {
   const auto& [handler, crash] = GetParam();
   const int sig = crash == "abort" ? SIGABRT : SIGSEGV;
   const char* sig_name = crash == "abort" ? "SIGABRT" : "SIGSEGV";
-  const std::string dir = rectest::NewTraceDir("marker");
+  const std::string dir = rectest::NewTraceDir("marker", rectest::Where::kMemory);  // copied whole below
   const Result r = rectest::Run({MarkerVictim(), dir, handler, crash}, VictimEnv());
 
   // The process died of the signal, as it would have without hushtrace.
@@ -57,7 +57,7 @@ TEST_P(CrashMarker, OwnHandlerRunsDeathIsTheProgramsAndTheMarkerIsReported) {
   EXPECT_EQ(marker.rfind("signal " + std::to_string(sig) + " tid " + tid + " pid ", 0), 0u) << marker;
 
   // `hushtrace dump` on a copy: the reading command recovers and reports the crash on stderr.
-  const std::string copy = rectest::NewTraceDir("marker_copy");
+  const std::string copy = rectest::NewTraceDir("marker_copy", rectest::Where::kMemory);
   ASSERT_TRUE(rectest::CopyTree(dir, copy));
   const Result dump = rectest::Run({rectest::CliPath(), "dump", copy}, rectest::Env());
   EXPECT_TRUE(dump.exited && dump.code == 0) << dump.Describe();

@@ -2,8 +2,10 @@
 // session, recover makes the trace readable, babeltrace2 reads it, and every event is either in
 // the trace exactly once and in order, or counted lost. See docs/recovery.md.
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,6 +29,8 @@
 
 #include "recover/recover_test_util.h"
 #include "format/packet.h"
+#include "format/ring_location.h"
+#include "format/trace_uuid.h"
 #include "recover/recover.h"
 #include "ring/ring_layout.h"
 
@@ -49,7 +53,8 @@ using rectest::VictimSpec;
 // Keeps a trace directory when the test failed, removes it otherwise.
 class TraceDir {
  public:
-  explicit TraceDir(const std::string& tag) : path_(rectest::NewTraceDir(tag)) {}
+  explicit TraceDir(const std::string& tag, rectest::Where where = rectest::Where::kTemp)
+      : path_(rectest::NewTraceDir(tag, where)) {}
   ~TraceDir() {
     if (testing::Test::HasFailure()) {
       std::fprintf(stderr, "kept trace directory %s\n", path_.c_str());
@@ -58,7 +63,7 @@ class TraceDir {
     }
   }
   const std::string& path() const { return path_; }
-  std::string ring(unsigned n) const { return path_ + "/.ring_" + std::to_string(n); }
+  std::string ring(unsigned n) const { return rectest::RingPath(path_, n); }
 
  private:
   std::string path_;
@@ -215,6 +220,7 @@ TEST(Recover, CleanlyStoppedTraceIsLeftAlone) {
   TraceDir dir("clean");
   ASSERT_NO_FATAL_FAILURE(RunCleanly(dir.path(), 2, 500));
   ASSERT_TRUE(rectest::RingFiles(dir.path()).empty());
+  EXPECT_EQ(hush::testsupport::RingDirectory(dir.path()), dir.path()) << "no ring directory is left on /dev/shm";
   const auto before = rectest::Snapshot(dir.path());
   const Result r = rectest::Recover(dir.path());
   EXPECT_TRUE(r.exited && r.code == 0) << r.Describe();
@@ -250,7 +256,7 @@ void MakeCrashedTrace(const std::string& dir, const std::string& mode = "stream"
   spec.buffer = buffer;
   spec.crash = "sigkill";
   ExpectDeath("sigkill", rectest::RunVictim(spec, dir));
-  ASSERT_TRUE(rectest::Exists(dir + "/.ring_0"));
+  ASSERT_TRUE(rectest::Exists(rectest::RingPath(dir, 0)));
 }
 
 bool PatchFile(const std::string& path, std::uint64_t offset, const void* data, std::size_t len) {
@@ -259,6 +265,61 @@ bool PatchFile(const std::string& path, std::uint64_t offset, const void* data, 
   const bool ok = ::pwrite(fd, data, len, static_cast<off_t>(offset)) == static_cast<ssize_t>(len);
   ::close(fd);
   return ok;
+}
+
+bool OnTmpfs(const std::string& path) {
+  struct statfs fs;
+  return ::statfs(path.c_str(), &fs) == 0 && fs.f_type == TMPFS_MAGIC;
+}
+
+// Where a crashed writer's rings are (format/ring_location.h): a trace directory on tmpfs holds
+// them; one on a disk file system has them in /dev/shm/hushtrace-UID/rings-UUID, private to the
+// user, named after the uuid of the trace's metadata, and recovery finds them there, recovers
+// them and removes that directory.
+TEST(Recover, RingsOfATraceOnDiskAreInSharedMemoryAndRecoveredFromThere) {
+  SKIP_WITHOUT_BABELTRACE();
+  TraceDir memory("rings_in_trace", rectest::Where::kMemory);
+  if (OnTmpfs(memory.path().substr(0, memory.path().rfind('/')))) {
+    MakeCrashedTrace(memory.path(), "stream", 2, 1000, "64k");
+    EXPECT_EQ(rectest::RingFiles(memory.path()), (std::vector<std::string>{".ring_0", ".ring_1"}));
+    EXPECT_EQ(hush::testsupport::RingDirectory(memory.path()), memory.path());
+  }
+  TraceDir disk("rings_in_shm");
+  if (OnTmpfs(disk.path().substr(0, disk.path().rfind('/')))) {
+    GTEST_SKIP() << "the temporary directory is on tmpfs: no trace on a disk file system here";
+  }
+  VictimSpec spec;
+  spec.threads = 2;
+  spec.events = 1000;
+  spec.buffer = "64k";
+  spec.crash = "sigkill";
+  ExpectDeath("sigkill", rectest::RunVictim(spec, disk.path()));
+  std::vector<std::string> in_trace;
+  for (const std::string& name : hush::testsupport::ListDir(disk.path())) {
+    if (name.rfind(".ring_", 0) == 0) in_trace.push_back(name);
+  }
+  EXPECT_TRUE(in_trace.empty()) << "no ring file in a trace directory on disk";
+  const std::string uuid = hush::format::TraceUuidOfMetadata(rectest::ReadFile(disk.path() + "/metadata"));
+  ASSERT_FALSE(uuid.empty());
+  struct stat st;
+  ASSERT_EQ(::stat(disk.path().c_str(), &st), 0);
+  const std::string rings = hush::format::SharedRingDirectory(st, uuid);
+  ASSERT_EQ(hush::testsupport::RingDirectory(disk.path()), rings);
+  ASSERT_EQ(::lstat(rings.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  EXPECT_EQ(st.st_uid, ::geteuid());
+  for (const std::string& name : hush::testsupport::ListDir(rings)) {
+    ASSERT_EQ(::lstat((rings + "/" + name).c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u) << name;
+  }
+  EXPECT_EQ(rectest::RingFiles(disk.path()), (std::vector<std::string>{".ring_0", ".ring_1"}));
+  EXPECT_TRUE(HasLeftovers(disk.path()));
+  const Verified v = RecoverAndVerify(disk.path(), spec.threads, spec.events);
+  EXPECT_EQ(v.events, spec.threads * spec.events) << v.recover.Describe();
+  EXPECT_NE(v.recover.out.find("removed the ring files of"), std::string::npos) << v.recover.Describe();
+  EXPECT_FALSE(rectest::Exists(rings)) << "recovery removes the trace's ring directory";
+  EXPECT_FALSE(HasLeftovers(disk.path()));
 }
 
 TEST(Recover, CorruptedRingHeaderIsReportedAndSkipped) {
@@ -285,11 +346,11 @@ TEST(Recover, CorruptedRingHeaderIsReportedAndSkipped) {
   static_assert(offsetof(hush::ring::RingHeader, written_seq) == 144);
   static_assert(offsetof(hush::ring::RingHeader, written_offset) == 152);
   static_assert(offsetof(hush::ring::RingHeader, commit) == 72);
-  TraceDir base("corrupt_base");
+  TraceDir base("corrupt_base", rectest::Where::kMemory);
   MakeCrashedTrace(base.path());
   for (const Corruption& c : cases) {
     SCOPED_TRACE(c.what);
-    TraceDir dir(std::string("corrupt_") + c.what);
+    TraceDir dir(std::string("corrupt_") + c.what, rectest::Where::kMemory);
     ASSERT_TRUE(rectest::CopyTree(base.path(), dir.path()));
     if (c.offset == ~0ull) {
       ASSERT_EQ(::truncate(dir.ring(0).c_str(), static_cast<off_t>(c.value)), 0);
@@ -314,12 +375,12 @@ TEST(Recover, CorruptedRingHeaderIsReportedAndSkipped) {
 // result is a trace babeltrace2 reads.
 TEST(Recover, RandomHeaderDamageNeverCrashes) {
   SKIP_WITHOUT_BABELTRACE();
-  TraceDir base("flip_base");
+  TraceDir base("flip_base", rectest::Where::kMemory);
   MakeCrashedTrace(base.path(), "flight", 2, 6000, "64k");
   std::mt19937_64 rng(12345);
   int succeeded = 0;
   for (int i = 0; i < 60 && !testing::Test::HasFailure(); ++i) {
-    TraceDir dir("flip");
+    TraceDir dir("flip", rectest::Where::kMemory);
     ASSERT_TRUE(rectest::CopyTree(base.path(), dir.path()));
     std::string flips;
     for (int k = 0; k < 3; ++k) {
@@ -343,7 +404,7 @@ TEST(Recover, RandomHeaderDamageNeverCrashes) {
 // crash): the bad packet is cut or dropped, its events are counted lost, the rest is recovered.
 TEST(Recover, CorruptedPacketIsCutAndCounted) {
   SKIP_WITHOUT_BABELTRACE();
-  TraceDir base("packet_base");
+  TraceDir base("packet_base", rectest::Where::kMemory);
   // 1 thread, 256k = 8 sub-buffers of 32 KiB; 4000 events of ~24 bytes: packets 0 and 1 closed,
   // packet 2 open.
   MakeCrashedTrace(base.path(), "flight", 1, 4000, "256k");
@@ -362,7 +423,7 @@ TEST(Recover, CorruptedPacketIsCutAndCounted) {
   };
   for (const Damage& d : cases) {
     SCOPED_TRACE(d.what);
-    TraceDir dir(std::string("packet_") + d.what);
+    TraceDir dir(std::string("packet_") + d.what, rectest::Where::kMemory);
     ASSERT_TRUE(rectest::CopyTree(base.path(), dir.path()));
     ASSERT_TRUE(PatchFile(dir.ring(0), hush::ring::kRingHeaderSize + d.packet * S + d.offset, &d.value, d.len));
     const Result r = rectest::Recover(dir.path());
@@ -389,7 +450,7 @@ TEST(Recover, CorruptedPacketIsCutAndCounted) {
 // impossible counter as 0 and says so; a discarded counter beyond 2^50 likewise.
 TEST(Recover, ImpossibleLossCountersAreClampedAndNamed) {
   SKIP_WITHOUT_BABELTRACE();
-  TraceDir base("counters_base");
+  TraceDir base("counters_base", rectest::Where::kMemory);
   MakeCrashedTrace(base.path());
   struct Case {
     const char* what;
@@ -409,7 +470,7 @@ TEST(Recover, ImpossibleLossCountersAreClampedAndNamed) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
-    TraceDir dir(std::string("counters_") + c.what);
+    TraceDir dir(std::string("counters_") + c.what, rectest::Where::kMemory);
     ASSERT_TRUE(rectest::CopyTree(base.path(), dir.path()));
     ASSERT_TRUE(PatchFile(dir.ring(0), c.offset, &c.value, sizeof c.value));
     const Result r = rectest::Recover(dir.path());
@@ -435,7 +496,7 @@ TEST(Recover, ImpossibleLossCountersAreClampedAndNamed) {
 // command now returns at once with an error naming the path (the harness kills it after 30 s,
 // so a regression fails instead of hanging).
 TEST(Recover, FifoInTheTraceDirectoryIsRefusedAtOnce) {
-  TraceDir base("fifo_base");
+  TraceDir base("fifo_base", rectest::Where::kMemory);
   MakeCrashedTrace(base.path());
   struct Case {
     const char* file;
@@ -447,7 +508,7 @@ TEST(Recover, FifoInTheTraceDirectoryIsRefusedAtOnce) {
                         {".crashed", "recover"}};
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(c.command) + " " + c.file);
-    TraceDir dir(std::string("fifo_") + c.command);
+    TraceDir dir(std::string("fifo_") + c.command, rectest::Where::kMemory);
     ASSERT_TRUE(rectest::CopyTree(base.path(), dir.path()));
     const std::string path = dir.path() + "/" + c.file;
     if (std::string(c.file) == "stream_1" && std::string(c.command) != "recover") {
@@ -472,7 +533,7 @@ TEST(Recover, FifoInTheTraceDirectoryIsRefusedAtOnce) {
 }
 
 TEST(Recover, MissingMetadataCannotBeRecovered) {
-  TraceDir dir("nometa");
+  TraceDir dir("nometa", rectest::Where::kMemory);  // its rings in it: found without the metadata
   MakeCrashedTrace(dir.path());
   ASSERT_EQ(::unlink((dir.path() + "/metadata").c_str()), 0);
   const auto before = rectest::Snapshot(dir.path());
@@ -501,9 +562,9 @@ TEST(Recover, RefusesWhileTheWriterRuns) {
 }
 
 TEST(Recover, ReadingCommandsRecoverADeadWritersTraceFirst) {
-  TraceDir dir("transparent");
+  TraceDir dir("transparent", rectest::Where::kMemory);
   MakeCrashedTrace(dir.path(), "stream", 2, 5000, "64k");
-  TraceDir copy("transparent-copy");
+  TraceDir copy("transparent-copy", rectest::Where::kMemory);
   ASSERT_TRUE(rectest::CopyTree(dir.path(), copy.path()));
   const Result explicit_recovery = rectest::Recover(copy.path());
   ASSERT_TRUE(explicit_recovery.exited && explicit_recovery.code == 0)
@@ -564,7 +625,7 @@ TEST(Recover, EarlierVersionsRingDirectoryRecoversTheSameEvents) {
   const std::string said = "the program died of SIGSEGV in thread 4242 (pid 4241)";
   for (const std::string mode : {"stream", "flight"}) {
     SCOPED_TRACE(mode);
-    TraceDir base("legacy_base_" + mode);
+    TraceDir base("legacy_base_" + mode, rectest::Where::kMemory);
     // Flight: 64k rings that wrap (overwritten packets); stream: 256k, some events already
     // written by the consumer, the rest in the rings.
     if (mode == "flight") {
@@ -573,8 +634,8 @@ TEST(Recover, EarlierVersionsRingDirectoryRecoversTheSameEvents) {
       MakeCrashedTrace(base.path(), mode, 3, 2000, "256k");
     }
     ASSERT_EQ(rectest::RingFiles(base.path()).size(), 3u);
-    TraceDir today("legacy_today_" + mode), earlier("legacy_earlier_" + mode),
-        read("legacy_read_" + mode);
+    TraceDir today("legacy_today_" + mode, rectest::Where::kMemory),
+        earlier("legacy_earlier_" + mode, rectest::Where::kMemory), read("legacy_read_" + mode, rectest::Where::kMemory);
     ASSERT_TRUE(rectest::CopyTree(base.path(), today.path()));
     ASSERT_TRUE(rectest::CopyTree(base.path(), earlier.path()));
     ASSERT_TRUE(rectest::CopyTree(base.path(), read.path()));
@@ -899,7 +960,7 @@ std::vector<std::string> RecoverCopy(const Files& files, const std::string& tag,
 TEST(WriterWindows, EveryIntermediateStateRecoversTheSameEvents) {
   SKIP_WITHOUT_BABELTRACE();
   using hush::ring::RingHeader;
-  TraceDir live("windows_live");
+  TraceDir live("windows_live", rectest::Where::kMemory);  // its rings in it: copied below
   hush::SessionOptions options;
   options.events = {"recover:*"};
   options.output_dir = live.path();

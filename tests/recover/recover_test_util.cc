@@ -2,9 +2,11 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +19,7 @@
 #include <cstring>
 #include <map>
 #include <thread>
+#include <vector>
 
 #include "emulated_exec.h"
 
@@ -171,9 +174,17 @@ std::string CliPath() {
   return RECOVER_CLI;
 }
 
-std::string NewTraceDir(const std::string& tag) {
-  const std::string base = testing::TempDir() + "/recover_test_" + std::to_string(::getpid());
-  ::mkdir(base.c_str(), 0700);
+std::string NewTraceDir(const std::string& tag, Where where) {
+  struct statfs fs;
+  const bool shm = where == Where::kMemory && ::statfs("/dev/shm", &fs) == 0 && fs.f_type == TMPFS_MAGIC;
+  const std::string base =
+      (shm ? std::string("/dev/shm") : testing::TempDir()) + "/recover_test_" + std::to_string(::getpid());
+  if (::mkdir(base.c_str(), 0700) == 0) {
+    // Removed at exit once empty (a failed test keeps its trace directory, and so this).
+    static std::vector<std::string> bases;
+    if (bases.empty()) std::atexit([] { for (const std::string& b : bases) ::rmdir(b.c_str()); });
+    bases.push_back(base);
+  }
   return base + "/" + tag + "_" + std::to_string(g_counter.fetch_add(1));
 }
 

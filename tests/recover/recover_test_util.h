@@ -59,12 +59,18 @@ class Child {
 
 std::string VictimPath();
 std::string CliPath();  // $HUSH_BINARY_DIR/tools/hushtrace/hushtrace
-// A fresh, not yet existing path under testing::TempDir().
-std::string NewTraceDir(const std::string& tag);
+// A fresh, not yet existing path.
+// Where a new trace directory goes: where the tests' temporary files go (a disk file system on
+// most machines: the trace's rings then live in /dev/shm, format/ring_location.h), or on tmpfs
+// (/dev/shm), where a trace holds its rings itself and a crashed trace can be copied whole, its
+// ring files patched and renamed (the corruption and layout tests).
+enum class Where { kTemp, kMemory };
+std::string NewTraceDir(const std::string& tag, Where where = Where::kTemp);
 // Files and directories: tests/support/files.h.
 using hush::testsupport::Exists;
 using hush::testsupport::ReadFile;
 using hush::testsupport::RingFiles;
+using hush::testsupport::RingPath;
 using hush::testsupport::RemoveTree;
 using hush::testsupport::WriteFile;
 // name -> content of every regular file in `dir` (the ring files included) and in `dir`/.ring

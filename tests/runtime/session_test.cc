@@ -854,14 +854,14 @@ TEST(SessionLifecycle, ConsumerPopulatesTheRingsOfBusyThreadsOnlyNotOfThreadsTha
   while (step.load() != 3) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   std::size_t total_left = 0, total_busy = 0;
-  const std::size_t left = ResidentPages(dir.Sub("trace") + "/.ring_1", &total_left);
-  const std::size_t busy_pages = ResidentPages(dir.Sub("trace") + "/.ring_0", &total_busy);
+  const std::size_t left = ResidentPages(hushtest::RingPath(dir.Sub("trace"), 1), &total_left);
+  const std::size_t busy_pages = ResidentPages(hushtest::RingPath(dir.Sub("trace"), 0), &total_busy);
   done.store(true);
   busy.join();
   ASSERT_GT(total_left, 200u) << "a 1 MiB ring";
   EXPECT_LT(left, total_left / 4) << "the ring of the thread that left was populated";
   std::uint32_t count = 0;
-  const std::uint32_t used = SubBuffersUsed(dir.Sub("trace") + "/.ring_0", &count);
+  const std::uint32_t used = SubBuffersUsed(hushtest::RingPath(dir.Sub("trace"), 0), &count);
   ASSERT_GT(used, 1u) << "the busy thread filled packets";
   const std::size_t per_subbuf = (total_busy - 1) / count;  // the header is one page here
   EXPECT_EQ(busy_pages, 1 + std::min(count, used + 1) * per_subbuf)

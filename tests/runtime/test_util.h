@@ -39,7 +39,9 @@ class TempDir {
 // Files and directories: tests/support/files.h.
 using hush::testsupport::Exists;
 using hush::testsupport::ListDir;
+using hush::testsupport::RingDirectory;
 using hush::testsupport::RingFiles;
+using hush::testsupport::RingPath;
 using hush::testsupport::ReadFile;
 using hush::testsupport::RemoveTree;
 using hush::testsupport::WriteFile;

@@ -326,9 +326,10 @@ TEST_F(SignalTest, StreamModeTraceStaysReadableAndCountsAddUp) {
 // Blocks the ring files of a trace hold now (what its rings take of the page cache or tmpfs).
 std::uint64_t RingFileBytes(const std::string& trace) {
   std::uint64_t bytes = 0;
-  for (const std::string& name : hushtest::ListDir(trace)) {
+  const std::string rings = hushtest::RingDirectory(trace);
+  for (const std::string& name : hushtest::ListDir(rings)) {
     struct stat st;
-    if (name.rfind(".ring_", 0) == 0 && ::lstat((trace + "/" + name).c_str(), &st) == 0) {
+    if (name.rfind(".ring_", 0) == 0 && ::lstat((rings + "/" + name).c_str(), &st) == 0) {
       bytes += static_cast<std::uint64_t>(st.st_blocks) * 512;
     }
   }

@@ -209,6 +209,8 @@ TEST(ProcessLifecycle, ForkChildHoldsNoDescriptorOrMappingOfTheParentsTrace) {
     auto s = hush::Session::Start(o, &error);
     ASSERT_NE(s, nullptr) << error;
     for (std::uint64_t i = 0; i < 100; ++i) HUSH_TRACE(lct, seq, Pid(), i);  // ring + stream_0
+    // The rings' directory: the trace, or the trace's own on /dev/shm (format/ring_location.h).
+    const std::string rings = hushtest::RingDirectory(o.output_dir);
     std::fflush(nullptr);
     const pid_t pid = ::fork();
     ASSERT_GE(pid, 0);
@@ -229,7 +231,7 @@ TEST(ProcessLifecycle, ForkChildHoldsNoDescriptorOrMappingOfTheParentsTrace) {
       }
       std::ifstream maps("/proc/self/maps");
       for (std::string line; std::getline(maps, line);) {
-        if (line.find(o.output_dir + "/.ring_") != std::string::npos) ++bad;
+        if (line.find(rings + "/.ring_") != std::string::npos) ++bad;
       }
       if (follow) {
         for (std::uint64_t i = 0; i < 10; ++i) HUSH_TRACE(lct, seq, Pid(), i);  // its own ring

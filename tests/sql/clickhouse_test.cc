@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/files.h"
 #include "reader/reader_test_util.h"
 #include "sql/sql_test_util.h"
 
@@ -426,7 +427,7 @@ TEST_F(ClickHouseShip, AgentShipsEachSnapshotAsItCompletes) {
     }
     EXPECT_TRUE(WaitFor([&] { return SnapshotsIn(ShippedNames(watch)) == round; }, 30))
         << "round " << round << ": " << StateOf(watch) << reader::test::ReadFile(log);
-    EXPECT_EQ(::access((watch + "/rec/.ring_0").c_str(), F_OK), 0);  // the session still runs
+    EXPECT_EQ(::access(hush::testsupport::RingPath(watch + "/rec", 0).c_str(), F_OK), 0);  // the session still runs
   }
   session->Stop();
   EXPECT_EQ(session->Stats().snapshots_triggered, 3u);
@@ -474,7 +475,7 @@ TEST_F(ClickHouseShip, AgentWaitsForASessionThatHasRecordedNothingYet) {
   std::unique_ptr<Session> session = Session::Start(options, &error);
   ASSERT_TRUE(session) << error;
   ASSERT_EQ(::access((watch + "/live/metadata").c_str(), F_OK), 0);
-  ASSERT_NE(::access((watch + "/live/.ring_0").c_str(), F_OK), 0) << "no event yet: no ring";
+  ASSERT_NE(::access(hush::testsupport::RingPath(watch + "/live", 0).c_str(), F_OK), 0) << "no event yet: no ring";
   const CommandResult early = Ship({"--watch", watch, "--to", To("fleet10"), "--host", "live", "--once"});
   EXPECT_EQ(early.exit_code, 0) << early.err;
   EXPECT_EQ(StateOf(watch), "") << "shipped while its session runs";

@@ -8,17 +8,34 @@
 #include <cerrno>
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 
 #include "base/dir_stream.h"
 #include "base/unique_fd.h"
+#include "format/ring_location.h"
+#include "format/trace_uuid.h"
 
 namespace hush::testsupport {
 namespace {
 
-int RemoveEntry(const char* path, const struct stat*, int type, struct FTW*) {
+// The ring directories on /dev/shm of the traces RemoveTree removes (format/ring_location.h).
+thread_local std::vector<std::string>* t_ring_dirs = nullptr;
+
+int RemoveEntry(const char* path, const struct stat* st, int type, struct FTW* ftw) {
   if (type == FTW_DP) {
     ::rmdir(path);
   } else {
+    // A trace's metadata names the directory its rings live in when the trace is on a disk file
+    // system (a crashed writer leaves them there): removed with the trace.
+    if (type == FTW_F && S_ISREG(st->st_mode) && t_ring_dirs != nullptr &&
+        std::strcmp(path + ftw->base, "metadata") == 0) {
+      const std::string uuid = format::TraceUuidOfMetadata(ReadFile(path));
+      struct stat dir;
+      const std::string trace(path, ftw->base > 0 ? ftw->base - 1 : 0);
+      if (!uuid.empty() && ::lstat(trace.c_str(), &dir) == 0) {
+        t_ring_dirs->push_back(format::SharedRingDirectory(dir, uuid));
+      }
+    }
     ::unlink(path);
   }
   return 0;  // go on with the rest whatever this one did
@@ -38,7 +55,11 @@ std::string MakeTempDir(const std::string& tag) {
 
 void RemoveTree(const std::string& path) {
   if (path.empty()) return;
+  std::vector<std::string> ring_dirs;
+  t_ring_dirs = &ring_dirs;
   ::nftw(path.c_str(), RemoveEntry, 16, FTW_DEPTH | FTW_PHYS);
+  t_ring_dirs = nullptr;
+  for (const std::string& dir : ring_dirs) ::nftw(dir.c_str(), RemoveEntry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 bool Exists(const std::string& path) {
@@ -80,10 +101,26 @@ std::vector<std::string> ListDir(const std::string& dir) {
   return out;
 }
 
+std::string RingDirectory(const std::string& dir) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) return dir;
+  const std::string uuid = format::TraceUuidOfMetadata(ReadFile(dir + "/metadata"));
+  if (uuid.empty()) return dir;
+  const std::string shared = format::SharedRingDirectory(st, uuid);
+  return Exists(shared) ? shared : dir;
+}
+
+std::string RingPath(const std::string& dir, unsigned n) {
+  return RingDirectory(dir) + "/.ring_" + std::to_string(n);
+}
+
 std::vector<std::string> RingFiles(const std::string& dir) {
   std::vector<std::string> out;
-  for (std::string& name : ListDir(dir)) {
-    if (name.rfind(".ring_", 0) == 0) out.push_back(std::move(name));
+  const std::string rings = RingDirectory(dir);
+  for (const std::string& in : rings == dir ? std::vector<std::string>{dir} : std::vector<std::string>{dir, rings}) {
+    for (std::string& name : ListDir(in)) {
+      if (name.rfind(".ring_", 0) == 0) out.push_back(std::move(name));
+    }
   }
   std::sort(out.begin(), out.end());
   return out;

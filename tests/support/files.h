@@ -26,7 +26,13 @@ std::string ReadFile(const std::string& path);
 bool WriteFile(const std::string& path, std::string_view content);
 // The names in directory `dir` (not recursive), without "." and ".."; empty if unreadable.
 std::vector<std::string> ListDir(const std::string& dir);
-// The ring files a session left in trace directory `dir` (".ring_<N>", docs/format.md), sorted.
+// Where the ring files of trace directory `dir` are (format/ring_location.h): the trace's ring
+// directory on /dev/shm while it exists (a trace on a disk file system), else `dir` itself.
+std::string RingDirectory(const std::string& dir);
+// The path of ring file N of trace directory `dir`, in RingDirectory(dir).
+std::string RingPath(const std::string& dir, unsigned n);
+// The names of the ring files a session left of trace directory `dir` (".ring_<N>",
+// docs/format.md), in `dir` and in its ring directory, sorted.
 std::vector<std::string> RingFiles(const std::string& dir);
 
 }  // namespace hush::testsupport

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "format/ring_location.h"
+
 namespace hush::testsupport {
 
 ProcessUsage ReadProcessUsage(pid_t pid, const std::string& root) {
@@ -29,6 +31,10 @@ ProcessUsage ReadProcessUsage(pid_t pid, const std::string& root) {
     if (std::sscanf(line.c_str(), "VmSize: %" SCNu64, &kb) == 1) u.vm_bytes = kb * 1024;
     if (std::sscanf(line.c_str(), "VmRSS: %" SCNu64, &kb) == 1) u.rss_bytes = kb * 1024;
   }
+  // The rings of traces on a disk file system are mapped from the user's directory on /dev/shm
+  // (format/ring_location.h): "/dev/shm/hushtrace-UID/rings-".
+  const std::string rings = base::UserDirectory(format::kSharedRingBase, ::geteuid()) + "/" +
+                            std::string(format::kSharedRingPrefix);
   std::ifstream maps(proc + "/maps");
   for (std::string line; std::getline(maps, line);) {
     std::uint64_t from = 0, to = 0;
@@ -36,7 +42,7 @@ ProcessUsage ReadProcessUsage(pid_t pid, const std::string& root) {
     const std::size_t slash = line.find('/');
     if (root.empty() || slash == std::string::npos) continue;
     const std::string path = line.substr(slash);
-    if (path.rfind(root, 0) != 0) continue;
+    if (path.rfind(root, 0) != 0 && path.rfind(rings, 0) != 0) continue;
     u.file_map_bytes += to - from;
     ++u.file_maps;
     if (path.size() >= 10 && path.compare(path.size() - 10, 10, " (deleted)") == 0) {

@@ -14,7 +14,8 @@ struct ProcessUsage {
   int fds = -1;                          // entries of /proc/PID/fd
   std::uint64_t vm_bytes = 0;            // VmSize
   std::uint64_t rss_bytes = 0;           // VmRSS
-  std::uint64_t file_map_bytes = 0;      // mappings of files whose path starts with `root`
+  std::uint64_t file_map_bytes = 0;      // mappings of files whose path starts with `root`, and
+                                         // of ring files in the user's directory on /dev/shm
   int file_maps = 0;                     // how many such mappings
   std::uint64_t deleted_map_bytes = 0;   // of those, files already unlinked ("(deleted)")
   bool ok = false;                       // /proc was readable
