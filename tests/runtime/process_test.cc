@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -347,6 +349,49 @@ TEST_P(ProcessTest, TraceDirectoryIs0700AndFilesAre0600EvenWithUmask0) {
   const ProcessResult r = child.Wait();
   ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
   EXPECT_GE(check("after exit"), 2) << "metadata and a stream";
+  const Trace t = ReadTrace(out);
+  ASSERT_TRUE(t.ok) << t.error;
+  EXPECT_EQ(t.events.size(), 200u);
+}
+
+// The rings of a trace on disk go to the user's private directory on /dev/shm
+// (format/ring_location.h). One that is not the user's (here made by root for user 65533 before
+// the program runs as that user) is refused, never repaired or written into: the session keeps
+// its rings in the trace directory and records as usual.
+TEST_P(ProcessTest, RingsStayInTheTraceWhenTheUsersShmDirectoryIsAnothers) {
+  if (::geteuid() != 0 || ::access("/usr/bin/setpriv", X_OK) != 0) {
+    GTEST_SKIP() << "needs root and setpriv to run the child as another user";
+  }
+  if (hushtest::Emulated()) {
+    GTEST_SKIP() << "under qemu-user: setpriv (a host program) cannot exec the aarch64 child "
+                    "without binfmt_misc";
+  }
+  TempDir dir("proc");
+  struct statfs fs;
+  if (::statfs(dir.path().c_str(), &fs) == 0 && fs.f_type == TMPFS_MAGIC) {
+    GTEST_SKIP() << "the temporary directory is on tmpfs: its traces keep their rings anyway";
+  }
+  ASSERT_EQ(::chown(dir.path().c_str(), 65533, 65533), 0);
+  const std::string out = dir.Sub("trace");
+  // 65533: no other test uses it (control_test's other-user tests use 65534's directory).
+  const std::string taken = "/dev/shm/hushtrace-65533";
+  hushtest::RemoveTree(taken);
+  ASSERT_EQ(::mkdir(taken.c_str(), 0700), 0) << taken;  // root's
+  struct RemoveTaken {
+    const std::string& path;
+    ~RemoveTaken() { hushtest::RemoveTree(path); }
+  } remove_taken{taken};
+  hushtest::Child child({"/usr/bin/setpriv", "--reuid=65533", "--regid=65533", "--clear-groups", exe(),
+                         "flight-wait", "100", "100"},
+                        ChildEnv({"HUSHTRACE_EVENTS=child:*", Out(out)}));
+  ASSERT_TRUE(child.started());
+  ASSERT_TRUE(child.WaitForOutput("child: ready")) << child.Stderr();
+  EXPECT_TRUE(hushtest::Exists(out + "/.ring_0")) << "the ring in the trace directory";
+  EXPECT_TRUE(hushtest::ListDir(taken).empty()) << "nothing written into another user's directory";
+  ASSERT_TRUE(child.WriteStdin("go\n"));
+  const ProcessResult r = child.Wait();
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  EXPECT_FALSE(hushtest::Exists(out + "/.ring_0")) << "removed by the stop";
   const Trace t = ReadTrace(out);
   ASSERT_TRUE(t.ok) << t.error;
   EXPECT_EQ(t.events.size(), 200u);

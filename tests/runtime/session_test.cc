@@ -8,7 +8,10 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
+
+#include <linux/magic.h>
 
 #include <algorithm>
 #include <atomic>
@@ -696,6 +699,49 @@ TEST(SessionLifecycle, StreamSnapshotWritesCommittedEventsWithoutDuplicatingThem
   const Trace t = StopAndRead(s);
   ASSERT_EQ(t.events.size(), 100u);
   for (std::uint64_t i = 0; i < 100; ++i) EXPECT_EQ(t.events[i].U("seq"), i);
+}
+
+bool OnTmpfs(const std::string& path) {
+  struct statfs fs;
+  return ::statfs(path.c_str(), &fs) == 0 && fs.f_type == TMPFS_MAGIC;
+}
+
+// Where the rings go (docs/architecture.md, "Where rings live"): for a trace on a disk file system,
+// a directory of their own on /dev/shm, made private, named after the trace's uuid and directory,
+// removed at the stop; the trace directory when /dev/shm cannot hold the session's buffer budget
+// (here a budget of 1 TiB), or when the trace is on tmpfs already.
+TEST(SessionLifecycle, RingsOfATraceOnDiskLiveOnDevShmUnlessItCannotHoldTheBudget) {
+  TempDir dir("rings-place");
+  if (OnTmpfs(dir.path())) GTEST_SKIP() << "the temporary directory is on tmpfs: no trace on disk here";
+  if (!OnTmpfs("/dev/shm")) GTEST_SKIP() << "/dev/shm is not tmpfs here";
+  {
+    auto s = Start(dir.Sub("shm"), {"rt:seq"});
+    ASSERT_NE(s, nullptr);
+    HUSH_TRACE(rt, seq, 1);
+    const std::string rings = hushtest::RingDirectory(dir.Sub("shm"));
+    EXPECT_NE(rings, dir.Sub("shm"));
+    EXPECT_EQ(rings.rfind("/dev/shm/hushtrace-" + std::to_string(::geteuid()) + "/rings-", 0), 0u) << rings;
+    EXPECT_EQ(hushtest::Mode(rings), 0700);
+    EXPECT_EQ(hushtest::Mode(rings + "/.ring_0"), 0600);
+    EXPECT_FALSE(hushtest::Exists(dir.Sub("shm") + "/.ring_0"));
+    const Trace t = StopAndRead(s);
+    EXPECT_EQ(t.events.size(), 1u);
+    EXPECT_FALSE(hushtest::Exists(rings)) << "the stop removes the rings' directory";
+  }
+  {
+    hush::SessionOptions o;
+    o.events = {"rt:seq"};
+    o.output_dir = dir.Sub("budget");
+    o.buffer_budget = std::uint64_t{1} << 40;  // more than any /dev/shm here
+    std::string error;
+    auto s = hush::Session::Start(o, &error);
+    ASSERT_NE(s, nullptr) << error;
+    HUSH_TRACE(rt, seq, 2);
+    EXPECT_TRUE(hushtest::Exists(dir.Sub("budget") + "/.ring_0")) << "kept in the trace directory";
+    EXPECT_EQ(hushtest::RingDirectory(dir.Sub("budget")), dir.Sub("budget"));
+    const Trace t = StopAndRead(s);
+    EXPECT_EQ(t.events.size(), 1u);
+  }
 }
 
 // Issue 14: blocking_timeout_ns. A thread that writes far faster than the consumer writes
