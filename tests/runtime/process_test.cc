@@ -354,18 +354,23 @@ TEST_P(ProcessTest, TraceDirectoryIs0700AndFilesAre0600EvenWithUmask0) {
   EXPECT_EQ(t.events.size(), 200u);
 }
 
+// Why the child cannot be run as another user with setpriv here ("" if it can).
+std::string CannotRunAsAnotherUser() {
+  if (::geteuid() != 0 || ::access("/usr/bin/setpriv", X_OK) != 0) {
+    return "needs root and setpriv to run the child as another user";
+  }
+  if (hushtest::Emulated()) {
+    return "under qemu-user: setpriv (a host program) cannot exec the aarch64 child without binfmt_misc";
+  }
+  return "";
+}
+
 // The rings of a trace on disk go to the user's private directory on /dev/shm
 // (format/ring_location.h). One that is not the user's (here made by root for user 65533 before
 // the program runs as that user) is refused, never repaired or written into: the session keeps
 // its rings in the trace directory and records as usual.
 TEST_P(ProcessTest, RingsStayInTheTraceWhenTheUsersShmDirectoryIsAnothers) {
-  if (::geteuid() != 0 || ::access("/usr/bin/setpriv", X_OK) != 0) {
-    GTEST_SKIP() << "needs root and setpriv to run the child as another user";
-  }
-  if (hushtest::Emulated()) {
-    GTEST_SKIP() << "under qemu-user: setpriv (a host program) cannot exec the aarch64 child "
-                    "without binfmt_misc";
-  }
+  if (const std::string why = CannotRunAsAnotherUser(); !why.empty()) GTEST_SKIP() << why;
   TempDir dir("proc");
   struct statfs fs;
   if (::statfs(dir.path().c_str(), &fs) == 0 && fs.f_type == TMPFS_MAGIC) {
@@ -648,13 +653,7 @@ TEST_P(ProcessTest, DiskFullWhileStreamingKeepsTheTraceValidAndCountsEveryLostEv
 // files keep being written; what needs a new file fails: a new thread's buffer. The final
 // metadata rewrite needs none (it goes over the file in place while it fits) and records the loss.
 TEST_P(ProcessTest, OutputDirectoryMadeUnwritableWhileStreamingLosesOnlyWhatNeedsNewFiles) {
-  if (::geteuid() != 0 || ::access("/usr/bin/setpriv", X_OK) != 0) {
-    GTEST_SKIP() << "needs root and setpriv to run the child as another user";
-  }
-  if (hushtest::Emulated()) {
-    GTEST_SKIP() << "under qemu-user: setpriv (a host program) cannot exec the aarch64 child "
-                    "without binfmt_misc";
-  }
+  if (const std::string why = CannotRunAsAnotherUser(); !why.empty()) GTEST_SKIP() << why;
   TempDir dir("proc");
   ASSERT_EQ(::chown(dir.path().c_str(), 65534, 65534), 0);
   const std::string out = dir.Sub("trace");
