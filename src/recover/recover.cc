@@ -33,9 +33,9 @@
 #include "base/unique_fd.h"
 #include "base/user_directory.h"
 #include "format/numbered_name.h"
+#include "format/packet.h"
 #include "format/ring_location.h"
 #include "format/trace_uuid.h"
-#include "format/packet.h"
 #include "reader/metadata_parser.h"
 #include "recover/event_walker.h"
 #include "ring/ring_layout.h"
@@ -1003,7 +1003,7 @@ struct Leftovers {
     int dirfd;
     std::string name;   // in dirfd
     std::string shown;  // for names: ".ring_3", ".ring/ring_3"
-    std::string path;   // for messages: DIR/.ring_3, /dev/shm/hushtrace-UID/rings-UUID/.ring_3
+    std::string path;   // for messages: DIR/.ring_3, /dev/shm/hushtrace-UID/rings-UUID-DEV-INO/.ring_3
   };
   std::map<std::uint32_t, Ring> rings;
   bool crash_marker = false;

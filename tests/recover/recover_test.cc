@@ -273,9 +273,9 @@ bool OnTmpfs(const std::string& path) {
 }
 
 // Where a crashed writer's rings are (format/ring_location.h): a trace directory on tmpfs holds
-// them; one on a disk file system has them in /dev/shm/hushtrace-UID/rings-UUID, private to the
-// user, named after the uuid of the trace's metadata, and recovery finds them there, recovers
-// them and removes that directory.
+// them; one on a disk file system has them in /dev/shm/hushtrace-UID/rings-UUID-DEV-INO, private
+// to the user, named after the uuid of the trace's metadata and the trace directory, and recovery
+// finds them there, recovers them and removes that directory.
 TEST(Recover, RingsOfATraceOnDiskAreInSharedMemoryAndRecoveredFromThere) {
   SKIP_WITHOUT_BABELTRACE();
   TraceDir memory("rings_in_trace", rectest::Where::kMemory);

@@ -31,8 +31,8 @@ constexpr char kUsage[] = "recover DIR [options]";
 constexpr char kDescription[] =
     "Makes the trace in DIR readable again after its writer died without stopping its session\n"
     "(SIGKILL, SIGSEGV, abort(), _exit(), ...). For each ring buffer left in DIR (.ring_N), or in\n"
-    "/dev/shm/hushtrace-UID/rings-UUID for a DIR on a disk file system, it writes to stream_N what\n"
-    "the ring committed and the writer had not written yet: it cuts a write torn by\n"
+    "/dev/shm/hushtrace-UID/rings-UUID-DEV-INO for a DIR on a disk file system, it writes to stream_N\n"
+    "what the ring committed and the writer had not written yet: it cuts a write torn by\n"
     "the crash, closes the packet left open, drops the event being written at the crash, then\n"
     "removes the ring file. No daemon and no crash handler are needed; the trace needs its metadata.";
 constexpr char kFooter[] =
