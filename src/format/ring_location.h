@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -32,12 +33,39 @@ namespace hush::format {
 
 inline constexpr char kSharedRingBase[] = "/dev/shm";
 inline constexpr std::string_view kSharedRingPrefix = "rings-";
+// In a ring directory on /dev/shm, beside the ring files: a symbolic link to the trace directory
+// the rings belong to (its absolute path when the session started). Nothing reads the rings
+// through it; it tells a sweep of orphaned ring directories (src/session/ring_sweep.h) whether
+// their trace still exists.
+inline constexpr char kRingTraceLink[] = "trace";
 
 // Where the rings of the trace directory `st` (its stat) whose metadata has `trace_uuid` are when
 // they are not in it.
 inline std::string SharedRingDirectory(const struct stat& st, std::string_view trace_uuid) {
   return base::UserDirectory(kSharedRingBase, st.st_uid) + "/" + std::string(kSharedRingPrefix) +
          std::string(trace_uuid) + "-" + std::to_string(st.st_dev) + "-" + std::to_string(st.st_ino);
+}
+
+// Parses a SharedRingDirectory name, "rings-<36-character uuid>-<dev>-<inode>": the trace
+// directory's device and inode. False if `name` is not such a name.
+inline bool ParseSharedRingDirectoryName(std::string_view name, dev_t* dev, ino_t* ino) {
+  if (name.substr(0, kSharedRingPrefix.size()) != kSharedRingPrefix) return false;
+  name.remove_prefix(kSharedRingPrefix.size());
+  if (name.size() < 36 + 4 || name[36] != '-') return false;
+  name.remove_prefix(37);
+  std::uint64_t v[2] = {0, 0};
+  for (int i = 0; i < 2; ++i) {
+    const std::size_t end = i == 0 ? name.find('-') : name.size();
+    if (end == 0 || end == std::string_view::npos || end > 20) return false;
+    for (const char c : name.substr(0, end)) {
+      if (c < '0' || c > '9') return false;
+      v[i] = v[i] * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+    name.remove_prefix(i == 0 ? end + 1 : end);
+  }
+  *dev = static_cast<dev_t>(v[0]);
+  *ino = static_cast<ino_t>(v[1]);
+  return true;
 }
 
 }  // namespace hush::format

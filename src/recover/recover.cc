@@ -1242,7 +1242,10 @@ bool Recover(const std::string& dir, const Options& options, Report* report) {
       ::unlinkat(dirfd.get(), kCrashMarker, 0);
       if (found.legacy_dirfd) ::unlinkat(found.legacy_dirfd.get(), kLegacyCrashMarker, 0);
     }
-    if (ok && found.shared_dirfd) ::rmdir(found.shared_dir.c_str());  // kept if anything else is in it
+    if (ok && found.shared_dirfd) {  // its link to DIR, then itself (kept if anything else is in it)
+      ::unlinkat(found.shared_dirfd.get(), format::kRingTraceLink, 0);
+      ::rmdir(found.shared_dir.c_str());
+    }
     const std::string legacy(format::kLegacyRingDir);
     if (ok && found.legacy_dirfd && ::unlinkat(dirfd.get(), legacy.c_str(), AT_REMOVEDIR) != 0) {
       report->notes.push_back(ErrnoMessage("kept " + dir + "/" + legacy));

@@ -17,6 +17,7 @@
 #include "sched/sched_recorder.h"
 #include "session/crash_handler.h"
 #include "session/files.h"
+#include "session/ring_sweep.h"
 #include "session/writers.h"
 
 #include <dirent.h>
@@ -252,6 +253,7 @@ void Core::OnForkChild() {
   child->dirfd_ = std::move(parent->dirfd_);
   child->ring_dirfd_ = std::move(parent->ring_dirfd_);
   child->shared_ring_dir_ = parent->shared_ring_dir_;
+  child->trace_path_ = parent->trace_path_;
   child->subbuf_size_ = parent->subbuf_size_;
   child->subbuf_count_ = parent->subbuf_count_;
   child->budget_ = parent->budget_;  // a budget of its own: its rings are its own memory
@@ -521,17 +523,29 @@ void Core::PlaceRings() {
   const std::string dir = format::SharedRingDirectory(st, format::UuidToString(info_.uuid));
   if (::mkdir(dir.c_str(), 0700) != 0) return;
   ring_dirfd_.reset(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!ring_dirfd_) {
+  // The way back to the trace directory, for the sweep of orphans (session/ring_sweep.h): its
+  // absolute path, as the kernel knows it (output_dir_ may be relative).
+  char path[4096];
+  const ssize_t n = ::readlink(("/proc/self/fd/" + std::to_string(dirfd_.get())).c_str(), path, sizeof path - 1);
+  if (!ring_dirfd_ || n <= 0 || (path[n] = '\0', ::symlinkat(path, ring_dirfd_.get(), format::kRingTraceLink) != 0)) {
+    ring_dirfd_.reset();
+    ::unlinkat(AT_FDCWD, (dir + "/" + format::kRingTraceLink).c_str(), 0);
     ::rmdir(dir.c_str());
     return;
   }
   shared_ring_dir_ = dir;
+  trace_path_ = path;
 }
 
 void Core::CloseRingDirectory() {
   if (!ring_dirfd_) return;
+  // Removed with its link once no ring file is left in it; a fork child's rings may still be
+  // there, and then the link stays for them (the last process of the tree removes both).
+  ::unlinkat(ring_dirfd_.get(), format::kRingTraceLink, 0);
+  if (::rmdir(shared_ring_dir_.c_str()) != 0) {
+    ::symlinkat(trace_path_.c_str(), ring_dirfd_.get(), format::kRingTraceLink);
+  }
   ring_dirfd_.reset();
-  ::rmdir(shared_ring_dir_.c_str());  // ENOTEMPTY while a fork child's rings are there
 }
 
 void Core::StartSched() {
@@ -849,6 +863,7 @@ void Core::PrefaultBusyRings() {
 
 void Core::ConsumerLoop() {
   auto next_refine = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  bool swept = false;
   std::unique_lock<std::mutex> lock(wake_mu_);
   while (!stopping_) {
     lock.unlock();
@@ -864,6 +879,11 @@ void Core::ConsumerLoop() {
     {
       const base::ForkGateSection working;  // base/fork_gate.h
       WriteAll(false);
+      // Once per session, after its first wait: a program that lives 50 ms pays nothing for it.
+      if (!swept) {
+        swept = true;
+        SweepOrphanedRingDirectories(owner_uid_, shared_ring_dir_.substr(shared_ring_dir_.rfind('/') + 1));
+      }
       if (std::chrono::steady_clock::now() >= next_refine) {
         // Keep the metadata's clock calibration recent for a trace whose writer might crash.
         std::lock_guard<std::mutex> session_lock(mu_);

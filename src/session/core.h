@@ -267,6 +267,7 @@ class Core final : public ring::Owner {
   base::UniqueFd dirfd_;
   base::UniqueFd ring_dirfd_;     // PlaceRings: the rings' own directory; empty: the trace directory
   std::string shared_ring_dir_;   // its path, for messages and its removal
+  std::string trace_path_;        // where its `trace` link points (format/ring_location.h)
   bool created_dir_ = false;  // Start() made output_dir_ (Abandon() removes it)
   bool published_ = false;
   bool quiescent_ = false;

@@ -309,10 +309,16 @@ TEST(Recover, RingsOfATraceOnDiskAreInSharedMemoryAndRecoveredFromThere) {
   EXPECT_TRUE(S_ISDIR(st.st_mode));
   EXPECT_EQ(st.st_mode & 0777, 0700u);
   EXPECT_EQ(st.st_uid, ::geteuid());
-  for (const std::string& name : hush::testsupport::ListDir(rings)) {
+  for (const std::string& name : rectest::RingFiles(disk.path())) {
     ASSERT_EQ(::lstat((rings + "/" + name).c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 0777, 0600u) << name;
   }
+  char link[4096] = {};
+  ASSERT_GT(::readlink((rings + "/trace").c_str(), link, sizeof link - 1), 0);
+  char* real = ::realpath(disk.path().c_str(), nullptr);
+  ASSERT_NE(real, nullptr);
+  EXPECT_EQ(std::string(link), std::string(real)) << "the way back to the trace, for the sweep of orphans";
+  std::free(real);
   EXPECT_EQ(rectest::RingFiles(disk.path()), (std::vector<std::string>{".ring_0", ".ring_1"}));
   EXPECT_TRUE(HasLeftovers(disk.path()));
   const Verified v = RecoverAndVerify(disk.path(), spec.threads, spec.events);

@@ -331,6 +331,7 @@ TEST_P(ProcessTest, TraceDirectoryIs0700AndFilesAre0600EvenWithUmask0) {
       EXPECT_EQ(hushtest::Mode(dir), 0700) << dir;
       for (const std::string& name : hushtest::ListDir(dir)) {
         const std::string path = dir + "/" + name;
+        if (dir == rings && name == "trace") continue;  // the ring directory's link to the trace
         EXPECT_EQ(hushtest::Mode(path), 0600) << path;
         ++files;
       }

@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <memory>
@@ -742,6 +743,59 @@ TEST(SessionLifecycle, RingsOfATraceOnDiskLiveOnDevShmUnlessItCannotHoldTheBudge
     const Trace t = StopAndRead(s);
     EXPECT_EQ(t.events.size(), 1u);
   }
+}
+
+// A ring directory on /dev/shm for the tests of the sweep: `link` is where its `trace` link points
+// ("": no link), `pid` the writer pid in the header of its one ring file.
+void MakeRingDirectory(const std::string& path, const std::string& link, std::uint32_t pid) {
+  ASSERT_EQ(::mkdir(path.c_str(), 0700), 0) << path;
+  if (!link.empty()) {
+    ASSERT_EQ(::symlink(link.c_str(), (path + "/trace").c_str()), 0);
+  }
+  std::string header(4096, '\0');
+  std::memcpy(header.data() + offsetof(hush::ring::RingHeader, pid), &pid, sizeof pid);
+  ASSERT_TRUE(hushtest::WriteFile(path + "/.ring_0", header));
+}
+
+// ring_sweep.h: a stream session's consumer removes the ring directories on /dev/shm whose trace
+// directory is gone and whose writers are gone, and nothing else: not one whose trace exists, not
+// one whose writer runs, not one without a link (being made, or not judged).
+TEST(SessionLifecycle, ConsumerSweepsOrphanedRingDirectoriesOnly) {
+  if (!OnTmpfs("/dev/shm")) GTEST_SKIP() << "/dev/shm is not tmpfs here";
+  const std::string user = "/dev/shm/hushtrace-" + std::to_string(::geteuid());
+  ::mkdir(user.c_str(), 0700);
+  TempDir dir("sweep");
+  ASSERT_EQ(::mkdir(dir.Sub("alive").c_str(), 0700), 0);
+  struct stat st;
+  ASSERT_EQ(::stat(dir.Sub("alive").c_str(), &st), 0);
+  const std::string uuid = "0e5a1b2c-0000-4000-8000-00000000000";
+  const std::string orphan = user + "/rings-" + uuid + "1-1-1";
+  const std::string kept_trace = user + "/rings-" + uuid + "2-" + std::to_string(st.st_dev) + "-" +
+                                 std::to_string(st.st_ino);
+  const std::string kept_writer = user + "/rings-" + uuid + "3-1-2";
+  const std::string kept_unlinked = user + "/rings-" + uuid + "4-1-3";
+  const std::vector<std::string> all = {orphan, kept_trace, kept_writer, kept_unlinked};
+  for (const std::string& d : all) hushtest::RemoveTree(d);
+  struct Cleanup {
+    const std::vector<std::string>& dirs;
+    ~Cleanup() {
+      for (const std::string& d : dirs) hushtest::RemoveTree(d);
+    }
+  } cleanup{all};
+  MakeRingDirectory(orphan, dir.Sub("gone"), 0);
+  MakeRingDirectory(kept_trace, dir.Sub("alive"), 0);
+  MakeRingDirectory(kept_writer, dir.Sub("gone"), static_cast<std::uint32_t>(::getpid()));
+  MakeRingDirectory(kept_unlinked, "", 0);
+  auto s = Start(dir.Sub("trace"), {"rt:seq"});
+  ASSERT_NE(s, nullptr);
+  HUSH_TRACE(rt, seq, 1);
+  for (int i = 0; i < 400 && hushtest::Exists(orphan); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_FALSE(hushtest::Exists(orphan)) << "its trace and its writer are gone";
+  EXPECT_TRUE(hushtest::Exists(kept_trace + "/.ring_0")) << "its trace directory exists";
+  EXPECT_TRUE(hushtest::Exists(kept_writer + "/.ring_0")) << "its writer runs";
+  EXPECT_TRUE(hushtest::Exists(kept_unlinked + "/.ring_0")) << "no link: not judged";
+  const Trace t = StopAndRead(s);
+  EXPECT_EQ(t.events.size(), 1u);
 }
 
 // Issue 14: blocking_timeout_ns. A thread that writes far faster than the consumer writes
