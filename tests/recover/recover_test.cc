@@ -313,12 +313,12 @@ TEST(Recover, RingsOfATraceOnDiskAreInSharedMemoryAndRecoveredFromThere) {
     ASSERT_EQ(::lstat((rings + "/" + name).c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 0777, 0600u) << name;
   }
-  char link[4096] = {};
-  ASSERT_GT(::readlink((rings + "/trace").c_str(), link, sizeof link - 1), 0);
-  char* real = ::realpath(disk.path().c_str(), nullptr);
-  ASSERT_NE(real, nullptr);
-  EXPECT_EQ(std::string(link), std::string(real)) << "the way back to the trace, for the sweep of orphans";
-  std::free(real);
+  // The way back to the trace, for the sweep of orphans: a link that resolves to the trace
+  // directory itself.
+  struct stat via_link, trace;
+  ASSERT_EQ(::stat((rings + "/trace").c_str(), &via_link), 0);
+  ASSERT_EQ(::stat(disk.path().c_str(), &trace), 0);
+  EXPECT_TRUE(via_link.st_dev == trace.st_dev && via_link.st_ino == trace.st_ino);
   EXPECT_EQ(rectest::RingFiles(disk.path()), (std::vector<std::string>{".ring_0", ".ring_1"}));
   EXPECT_TRUE(HasLeftovers(disk.path()));
   const Verified v = RecoverAndVerify(disk.path(), spec.threads, spec.events);
