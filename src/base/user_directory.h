@@ -20,6 +20,9 @@
 
 namespace hush::base {
 
+// The base on tmpfs (memory on Linux), tried first for both.
+inline constexpr char kMemoryBase[] = "/dev/shm";
+
 inline std::string UserDirectory(const char* base, uid_t uid) {
   return std::string(base) + "/hushtrace-" + std::to_string(uid);
 }

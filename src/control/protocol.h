@@ -71,7 +71,7 @@ inline constexpr char kTriggersSuppressed[] = "triggers-suppressed";
 // attach (docs/benchmarks.md, "Attach from the command line"). /tmp where /dev/shm is missing,
 // read-only, or holds a hushtrace-<uid> that is not the user's. The client tries them in the
 // same order and checks that the server is the process (SO_PEERCRED) whichever answers.
-inline constexpr const char* kSocketBases[] = {"/dev/shm", "/tmp"};
+inline constexpr const char* kSocketBases[] = {base::kMemoryBase, "/tmp"};
 inline constexpr int kSocketBaseCount = static_cast<int>(std::size(kSocketBases));
 inline std::string SocketDirectory(uid_t uid, int base = 0) {
   return base::UserDirectory(kSocketBases[base], uid);

@@ -31,7 +31,7 @@
 
 namespace hush::format {
 
-inline constexpr char kSharedRingBase[] = "/dev/shm";
+inline constexpr const char* kSharedRingBase = base::kMemoryBase;
 inline constexpr std::string_view kSharedRingPrefix = "rings-";
 // In a ring directory on /dev/shm, beside the ring files: a symbolic link to the trace directory
 // the rings belong to (its absolute path when the session started). Nothing reads the rings

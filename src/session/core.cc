@@ -534,8 +534,7 @@ void Core::PlaceRings() {
   }
   if (!ring_dirfd_ || path.empty() || ::symlinkat(path.c_str(), ring_dirfd_.get(), format::kRingTraceLink) != 0) {
     ring_dirfd_.reset();
-    ::unlinkat(AT_FDCWD, (dir + "/" + format::kRingTraceLink).c_str(), 0);
-    ::rmdir(dir.c_str());
+    ::rmdir(dir.c_str());  // empty: no link was made
     return;
   }
   shared_ring_dir_ = dir;

@@ -197,7 +197,7 @@ std::unique_ptr<SqliteSink> SqliteSink::Create(const std::string& path, std::str
   std::unique_ptr<SqliteSink> sink(new SqliteSink);
   sqlite3* db = nullptr;
   const int rc = Sqlite().open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                                 nullptr);
+                                  nullptr);
   sink->db_.reset(db);  // sqlite3_open_v2 hands out a handle to close even on failure
   if (rc != SQLITE_OK) {
     *error = "cannot open " + path + ": " +
@@ -242,9 +242,9 @@ SqliteSink::~SqliteSink() {
 bool SqliteSink::LoadNumbers() {
   sqlite3_stmt* raw = nullptr;
   if (Sqlite().prepare_v2(db_.get(),
-                         "SELECT name FROM sqlite_master WHERE name IN ('events', 'spans', "
-                         "'counters') AND type <> 'view' ORDER BY name",
-                         -1, &raw, nullptr) != SQLITE_OK) {
+                          "SELECT name FROM sqlite_master WHERE name IN ('events', 'spans', "
+                          "'counters') AND type <> 'view' ORDER BY name",
+                          -1, &raw, nullptr) != SQLITE_OK) {
     error_ = Sqlite().errmsg(db_.get());
     return false;
   }
@@ -257,7 +257,7 @@ bool SqliteSink::LoadNumbers() {
   }
   // event_rows of an earlier hushtrace: a rowid table, without seq.
   if (Sqlite().prepare_v2(db_.get(), "SELECT COALESCE(MAX(seq), 0) FROM event_rows", -1, &raw,
-                         nullptr) != SQLITE_OK) {
+                          nullptr) != SQLITE_OK) {
     error_ = std::string("the file holds a table `event_rows` of an earlier hushtrace (") +
              Sqlite().errmsg(db_.get()) + "); export into a new file";
     return false;
@@ -305,7 +305,7 @@ bool SqliteSink::Prepare(std::size_t t, std::size_t rows, Stmt* out) {
   }
   sqlite3_stmt* stmt = nullptr;
   if (Sqlite().prepare_v3(db_.get(), sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, &stmt,
-                         nullptr) != SQLITE_OK) {
+                          nullptr) != SQLITE_OK) {
     error_ = std::string(Sqlite().errmsg(db_.get())) + " (preparing the INSERT into " +
              table.name + ")";
     return false;
@@ -472,6 +472,7 @@ bool SqliteSink::WriteBlock(const Block& block) {
 
 bool SqliteSink::Insert(const Block& block, sqlite3_stmt* stmt, std::size_t first_row,
                         std::size_t rows, std::size_t first_string) {
+  const SqliteApi& sqlite = Sqlite();  // once, not per value bound
   const FileTable def = FileTableAt(block.table);
   const std::size_t columns = def.columns.size();
   std::size_t string_index = first_string;
@@ -481,21 +482,21 @@ bool SqliteSink::Insert(const Block& block, sqlite3_stmt* stmt, std::size_t firs
       const Value& v = block.values[r * columns + i];
       switch (def.columns[i].type) {
         case ColumnType::kInt64:
-        case ColumnType::kUInt32: Sqlite().bind_int64(stmt, param, v.i); break;
-        case ColumnType::kFloat64: Sqlite().bind_double(stmt, param, v.d); break;
+        case ColumnType::kUInt32: sqlite.bind_int64(stmt, param, v.i); break;
+        case ColumnType::kFloat64: sqlite.bind_double(stmt, param, v.d); break;
         case ColumnType::kString:
           // SQLITE_STATIC: the block outlives sqlite3_step() below, which copies the bytes.
-          Sqlite().bind_text(stmt, param, block.text.data() + block.offsets[string_index++],
-                            static_cast<int>(v.s.size()), SQLITE_STATIC);
+          sqlite.bind_text(stmt, param, block.text.data() + block.offsets[string_index++],
+                           static_cast<int>(v.s.size()), SQLITE_STATIC);
           break;
       }
     }
   }
-  const int rc = Sqlite().step(stmt);
-  Sqlite().reset(stmt);
+  const int rc = sqlite.step(stmt);
+  sqlite.reset(stmt);
   if (rc == SQLITE_DONE) return true;
   std::lock_guard lock(mu_);
-  writer_error_ = std::string("insert into ") + def.name + ": " + Sqlite().errmsg(db_.get());
+  writer_error_ = std::string("insert into ") + def.name + ": " + sqlite.errmsg(db_.get());
   return false;
 }
 

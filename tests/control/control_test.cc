@@ -356,13 +356,10 @@ TEST(ControlTest, AnotherUserIsRefused) {
 TEST(ControlTest, SocketFallsBackToTmpWhenItsShmDirectoryIsAnotherUsers) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to run processes as other users";
   const std::string taken = control::SocketDirectory(65534, 0);
-  clitest::RemoveTree(taken);  // left by an earlier test of this binary (user 65534's)
+  // Removed first (left by an earlier test of this binary: user 65534's), and however the test
+  // ends: AnotherUserIsRefused expects user 65534's socket there.
+  const hush::testsupport::ScopedRemoval remove_taken({taken});
   ASSERT_EQ(::mkdir(taken.c_str(), 0700), 0) << taken;  // root's: not the target's
-  // Removed however the test ends: AnotherUserIsRefused expects user 65534's socket there.
-  struct RemoveTaken {
-    const std::string& path;
-    ~RemoveTaken() { clitest::RemoveTree(path); }
-  } remove_taken{taken};
   Target t(CONTROL_TARGET, kAsOwner);
   if (!t.ok()) GTEST_SKIP() << "user 65534 cannot run control_target from the build tree";
   TempDir dir;

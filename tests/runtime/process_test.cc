@@ -381,12 +381,8 @@ TEST_P(ProcessTest, RingsStayInTheTraceWhenTheUsersShmDirectoryIsAnothers) {
   const std::string out = dir.Sub("trace");
   // 65533: no other test uses it (control_test's other-user tests use 65534's directory).
   const std::string taken = "/dev/shm/hushtrace-65533";
-  hushtest::RemoveTree(taken);
+  const hush::testsupport::ScopedRemoval remove_taken({taken});
   ASSERT_EQ(::mkdir(taken.c_str(), 0700), 0) << taken;  // root's
-  struct RemoveTaken {
-    const std::string& path;
-    ~RemoveTaken() { hushtest::RemoveTree(path); }
-  } remove_taken{taken};
   hushtest::Child child({"/usr/bin/setpriv", "--reuid=65533", "--regid=65533", "--clear-groups", exe(),
                          "flight-wait", "100", "100"},
                         ChildEnv({"HUSHTRACE_EVENTS=child:*", Out(out)}));

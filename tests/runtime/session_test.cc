@@ -774,14 +774,7 @@ TEST(SessionLifecycle, ConsumerSweepsOrphanedRingDirectoriesOnly) {
                                  std::to_string(st.st_ino);
   const std::string kept_writer = user + "/rings-" + uuid + "3-1-2";
   const std::string kept_unlinked = user + "/rings-" + uuid + "4-1-3";
-  const std::vector<std::string> all = {orphan, kept_trace, kept_writer, kept_unlinked};
-  for (const std::string& d : all) hushtest::RemoveTree(d);
-  struct Cleanup {
-    const std::vector<std::string>& dirs;
-    ~Cleanup() {
-      for (const std::string& d : dirs) hushtest::RemoveTree(d);
-    }
-  } cleanup{all};
+  const hush::testsupport::ScopedRemoval cleanup({orphan, kept_trace, kept_writer, kept_unlinked});
   MakeRingDirectory(orphan, dir.Sub("gone"), 0);
   MakeRingDirectory(kept_trace, dir.Sub("alive"), 0);
   MakeRingDirectory(kept_writer, dir.Sub("gone"), static_cast<std::uint32_t>(::getpid()));

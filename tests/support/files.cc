@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "base/dir_stream.h"
 #include "base/unique_fd.h"
@@ -60,6 +61,14 @@ void RemoveTree(const std::string& path) {
   ::nftw(path.c_str(), RemoveEntry, 16, FTW_DEPTH | FTW_PHYS);
   t_ring_dirs = nullptr;
   for (const std::string& dir : ring_dirs) ::nftw(dir.c_str(), RemoveEntry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+ScopedRemoval::ScopedRemoval(std::vector<std::string> paths) : paths_(std::move(paths)) {
+  for (const std::string& path : paths_) RemoveTree(path);
+}
+
+ScopedRemoval::~ScopedRemoval() {
+  for (const std::string& path : paths_) RemoveTree(path);
 }
 
 bool Exists(const std::string& path) {

@@ -18,6 +18,19 @@ namespace hush::testsupport {
 std::string MakeTempDir(const std::string& tag);
 // Removes `path` and, for a directory, everything under it, without following symbolic links.
 void RemoveTree(const std::string& path);
+// Paths a test makes outside its temporary directory (another user's /dev/shm/hushtrace-<uid>, ring
+// directories on /dev/shm), removed with RemoveTree when it is made, in case an earlier run left
+// them, and again when it goes, however the test ends: left behind, they would trip a later test.
+class ScopedRemoval {
+ public:
+  explicit ScopedRemoval(std::vector<std::string> paths);
+  ~ScopedRemoval();
+  ScopedRemoval(const ScopedRemoval&) = delete;
+  ScopedRemoval& operator=(const ScopedRemoval&) = delete;
+
+ private:
+  std::vector<std::string> paths_;
+};
 // True if `path` names anything, a dangling symbolic link included (lstat).
 bool Exists(const std::string& path);
 // The whole file; "" if it cannot be opened.
