@@ -57,9 +57,11 @@ __attribute__((constructor)) static void StopFunctionTracing() {
 }
 
 int main(int argc, char** argv) {
-  const int n = argc > 1 ? std::atoi(argv[1]) : 27;
+  // FTBENCH_N: N for a harness that runs the program without arguments (bench/startup_runner).
+  const char* n_env = std::getenv("FTBENCH_N");
+  const int n = argc > 1 ? std::atoi(argv[1]) : n_env != nullptr ? std::atoi(n_env) : 27;
   if (n < 0 || n > 40) {
-    std::fprintf(stderr, "usage: %s [N], 0 <= N <= 40\n", argv[0]);
+    std::fprintf(stderr, "usage: %s [N] (or FTBENCH_N=N), 0 <= N <= 40\n", argv[0]);
     return 2;
   }
   timespec a, b;

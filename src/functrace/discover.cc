@@ -23,11 +23,13 @@
 #include <elf.h>
 #include <link.h>
 #include <sys/mman.h>
+#include <sys/auxv.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -50,7 +52,8 @@ namespace hush::functrace {
 namespace {
 
 struct LoadedModule {
-  std::string path;
+  std::string path;  // empty for the main program until SelectEntries has found its file
+  bool main = false;  // the program itself (dl_iterate_phdr's first entry, which has no name)
   std::uintptr_t base = 0;
   std::string build_id;
   std::uintptr_t text_lo = 0, text_hi = 0;  // executable PT_LOAD range
@@ -129,10 +132,11 @@ std::string BuildIdOf(const dl_phdr_info* info) {
   return "";
 }
 
-// The file mapped at `addr` (/proc/self/maps), else /proc/self/exe. The main program's
-// dl_iterate_phdr entry has no name, and /proc/self/exe is the dynamic loader itself when the
-// program was started through it (`ld.so --preload LIB PROGRAM`, e.g. under valgrind).
-std::string MainProgramPath(std::uintptr_t addr) {
+// The file mapped at `addr` (/proc/self/maps), else /proc/self/exe. /proc/self/exe is the
+// dynamic loader itself when the program was started through it (`ld.so --preload LIB PROGRAM`,
+// e.g. under valgrind). OpenMainProgram's fallback: reading /proc/self costs the process's exit
+// the flush of the entries the lookup made.
+std::string MainProgramPathFromProc(std::uintptr_t addr) {
   if (FILE* f = std::fopen("/proc/self/maps", "re")) {
     char line[4096 + 128];
     std::string found;
@@ -162,6 +166,7 @@ std::vector<LoadedModule> LoadedModules() {
         LoadedModule m;
         m.path = info->dlpi_name != nullptr ? info->dlpi_name : "";
         if (m.path.empty() && !v->empty()) return 0;  // vDSO and the like: no file
+        m.main = v->empty();
         m.base = info->dlpi_addr;
         for (int i = 0; i < info->dlpi_phnum; ++i) {
           const ElfW(Phdr)& ph = info->dlpi_phdr[i];
@@ -170,18 +175,57 @@ std::vector<LoadedModule> LoadedModules() {
           if (m.text_lo == 0 || lo < m.text_lo) m.text_lo = lo;
           m.text_hi = std::max<std::uintptr_t>(m.text_hi, lo + ph.p_memsz);
         }
+        // The shared runtime itself: built without patchable entries and never traced, so its
+        // file is not read. (Linked statically, the runtime is part of the program, scanned.)
+        const auto self = reinterpret_cast<std::uintptr_t>(&LoadedModules);
+        if (!m.main && self >= m.text_lo && self < m.text_hi) return 0;
         m.build_id = BuildIdOf(info);
         v->push_back(std::move(m));
         return 0;
       },
       &out);
-  if (!out.empty() && out[0].path.empty()) out[0].path = MainProgramPath(out[0].text_lo);
   return out;
+}
+
+// Whether `file` is the image mapped as `m`: the same build ID where the module has one, and its
+// executable segments where `m` has them.
+bool IsImageOf(const elf::ElfFile& file, const LoadedModule& m) {
+  if (!m.build_id.empty() && file.BuildId() != m.build_id) return false;
+  std::uintptr_t lo = 0, hi = 0;
+  for (const Elf64_Phdr& ph : file.segments()) {
+    if (ph.p_type != PT_LOAD || (ph.p_flags & PF_X) == 0) continue;
+    const std::uintptr_t seg_lo = m.base + ph.p_vaddr;
+    if (lo == 0 || seg_lo < lo) lo = seg_lo;
+    hi = std::max<std::uintptr_t>(hi, seg_lo + ph.p_memsz);
+  }
+  return lo == m.text_lo && hi == m.text_hi;
+}
+
+// The main program's file, and its path in m->path. dl_iterate_phdr names every module but the
+// program. AT_EXECFN is the path execve was given (glibc's ld.so sets it to the program's when it
+// started the program itself), relative to the working directory of that moment; it is taken
+// when the file there is the image mapped (IsImageOf), else the path comes from /proc/self/maps.
+std::unique_ptr<elf::ElfFile> OpenMainProgram(LoadedModule* m, std::string* error) {
+  const auto* execfn = reinterpret_cast<const char*>(::getauxval(AT_EXECFN));
+  if (execfn != nullptr && execfn[0] != '\0') {
+    char resolved[PATH_MAX];
+    if (::realpath(execfn, resolved) != nullptr) {
+      std::unique_ptr<elf::ElfFile> file = elf::ElfFile::Open(resolved, error);
+      if (file && IsImageOf(*file, *m)) {
+        m->path = resolved;
+        return file;
+      }
+    }
+  }
+  m->path = MainProgramPathFromProc(m->text_lo);
+  return elf::ElfFile::Open(m->path, error);
 }
 
 bool Known(const LoadedModule& m) {
   for (const Module& k : St().modules) {
-    if (k.loaded.base == m.base && k.loaded.path == m.path) return true;
+    if (k.loaded.base == m.base && k.loaded.main == m.main && (m.main || k.loaded.path == m.path)) {
+      return true;
+    }
   }
   return false;
 }
@@ -209,6 +253,23 @@ bool OtherThreadsExist() {
   }
   return others > 0;
 }
+
+// OtherThreadsExist, asked at most once per scan and only when an entry needs the answer (a
+// split NOP): it lists /proc/self/task, whose entries the process's exit must then flush.
+class ThreadCheck {
+ public:
+  bool SingleThreaded() {
+    if (!checked_) {
+      single_threaded_ = !OtherThreadsExist();
+      checked_ = true;
+    }
+    return single_threaded_;
+  }
+
+ private:
+  bool checked_ = false;
+  bool single_threaded_ = true;
+};
 
 bool InCallRange(std::uintptr_t target, std::uintptr_t lo, std::uintptr_t hi) {
   const std::int64_t kReach = static_cast<std::int64_t>(patch::arch::JumpReach()) - 64;
@@ -326,10 +387,11 @@ using TriggerHits = std::vector<std::uint32_t>;
 
 // Adds the selected entries of module `m` to `out`, and the marks of those that a trigger's
 // selector of `triggers` matches to St().marks. Returns whether it has entries at all.
-bool SelectEntries(const LoadedModule& m, const Selector& sel, const std::vector<Selector>& triggers,
-                   bool single_threaded, std::vector<patch::CodeSite>* out, std::string* warning) {
+bool SelectEntries(LoadedModule& m, const Selector& sel, const std::vector<Selector>& triggers,
+                   ThreadCheck& threads, std::vector<patch::CodeSite>* out, std::string* warning) {
   std::string error;
-  std::unique_ptr<elf::ElfFile> file = elf::ElfFile::Open(m.path, &error);
+  std::unique_ptr<elf::ElfFile> file =
+      m.main ? OpenMainProgram(&m, &error) : elf::ElfFile::Open(m.path, &error);
   if (!file) return false;  // not a file we can read (e.g. deleted): nothing to trace there
   // (table address, entries); the tables need not be 8-byte aligned (gcc's __mcount_loc is not
   // always): entries are read with memcpy.
@@ -377,7 +439,7 @@ bool SelectEntries(const LoadedModule& m, const Selector& sel, const std::vector
       const auto* bytes = reinterpret_cast<const std::uint8_t*>(addr);
       const patch::arch::EntryKind kind = patch::arch::ClassifyEntry(bytes);
       if (kind == patch::arch::EntryKind::kSplitNop) {
-        if (!single_threaded) {
+        if (!threads.SingleThreaded()) {
           ++St().refused_split;
           continue;
         }
@@ -458,20 +520,15 @@ void ScanNew() {
   }
   const std::size_t marks_before = St().marks.size();
   const std::uint64_t refused_before = St().refused_split;
-  bool single_threaded = true;
-  bool threads_checked = false;
+  ThreadCheck threads;
   std::vector<patch::CodeSite> batch;
   std::vector<std::size_t> new_modules;
   for (const LoadedModule& m : loaded) {
     if (Known(m)) continue;
-    if (!threads_checked) {
-      single_threaded = !OtherThreadsExist();
-      threads_checked = true;
-    }
     std::string warning;
     Module mod;
     mod.loaded = m;
-    mod.has_entries = SelectEntries(m, sel, triggers, single_threaded, &batch, &warning);
+    mod.has_entries = SelectEntries(mod.loaded, sel, triggers, threads, &batch, &warning);
     if (!warning.empty()) std::fprintf(stderr, "hushtrace: function tracing: %s\n", warning.c_str());
     St().modules.push_back(std::move(mod));
     if (St().modules.back().has_entries) new_modules.push_back(St().modules.size() - 1);

@@ -8,9 +8,11 @@
 //   - func:entry counts per function (resolved through the module map) equal the program's counts.
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <string>
@@ -20,6 +22,7 @@
 #include "hushtrace/reader.h"
 #include "emulated_exec.h"
 #include "runtime/test_util.h"
+#include "support/run.h"
 
 namespace {
 
@@ -182,6 +185,41 @@ TEST(FunctraceTest, DlopenedLibrary) {
   EXPECT_EQ(c.modules, 2u);  // the program, then the module when it was loaded
   EXPECT_EQ(c.entries.count("ft_mod_square") ? c.entries.at("ft_mod_square") : 0, 1000u);
   EXPECT_EQ(c.entries.count("ft_mod_sum") ? c.entries.at("ft_mod_sum") : 0, 11u);
+}
+
+// A program started by a relative path: the runtime finds its file from AT_EXECFN (not from
+// /proc/self/maps, whose lookup the process's exit pays for), and the trace names it by its
+// absolute path, which a reader in any directory can open: every traced call resolves to its
+// function, and the program's func:module event holds the canonical path.
+TEST(FunctraceTest, ProgramStartedByARelativePathIsNamedByItsAbsolutePath) {
+  if (hushtest::Emulated()) GTEST_SKIP() << "a relative path would reach the host kernel without the emulator";
+  TempDir tmp("ft_relative");
+  const std::string prog = Prog(HUSH_FT_DEFAULT);
+  const std::string dir = prog.substr(0, prog.rfind('/'));
+  const std::vector<std::string> env = ChildEnv({"HUSHTRACE_FUNCTIONS=*", "HUSHTRACE_OUTPUT=" + tmp.Sub("t"),
+                                                 "HUSHTRACE_BUFFER_SIZE=4M"});
+  const hush::testsupport::RunResult r =
+      hush::testsupport::Run({"./" + prog.substr(prog.rfind('/') + 1), "recursion"}, {dir, {}, &env, 120});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  const Checked c = CheckTrace(tmp.Sub("t"));
+  const std::map<std::string, long> counts = Counts(r.out);
+  ASSERT_FALSE(counts.empty()) << r.out;
+  for (const auto& [name, n] : counts) {
+    if (c.discarded == 0) EXPECT_EQ(static_cast<long>(Entries(c, name)), n) << name;
+  }
+  char canonical[PATH_MAX];
+  ASSERT_NE(::realpath(prog.c_str(), canonical), nullptr);
+  std::string error;
+  std::unique_ptr<hush::reader::Trace> trace = hush::reader::Trace::Open(tmp.Sub("t"), &error);
+  ASSERT_TRUE(trace) << error;
+  hush::reader::EventIterator it(*trace);
+  std::vector<std::string> modules;
+  while (it.Next()) {
+    if (it.event().event_class().name != "func:module") continue;
+    modules.emplace_back(it.event().GetString("path").value_or(""));
+  }
+  ASSERT_FALSE(modules.empty());
+  EXPECT_EQ(modules.front(), canonical);
 }
 
 TEST(FunctraceTest, LibraryLoadedAgainAfterDlcloseIsTracedAgain) {
