@@ -19,6 +19,7 @@ import sys
 LAYERS = [
     # module      may include                                                   linked into
     ("base",      [],                                                           "runtime, tools"),
+    ("cxxrt",     [],                                                           "runtime (shared)"),
     ("clock",     ["base"],                                                     "runtime"),
     ("ring",      ["base"],                                                     "runtime"),
     ("patch",     ["base"],                                                     "runtime"),

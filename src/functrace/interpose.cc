@@ -10,7 +10,11 @@
 //       frames below the catcher are gone: their exits are emitted; the frames above it are
 //       hijacked again unless another exception is still in flight (a catch inside a destructor
 //       run by unwinding: those frames stay restored and get their exit when an outer traced
-//       frame returns)
+//       frame returns). Where the runtime carries its own C++ runtime (HUSH_PRIVATE_LIBSTDCXX:
+//       src/cxxrt/allocation.cc), the runtime's own catches also land here (its calls bind to
+//       this definition) and go to that private copy, renamed hush_private_cxa_begin_catch at
+//       link time: a catcher's begin and end must be the same C++ runtime's, and the catcher's
+//       __cxa_end_catch is the one its own code calls.
 //   dlopen
 //       a library loaded while functions are traced gets its selected entries patched
 //   dlclose
@@ -67,7 +71,30 @@ F Resolve(std::atomic<void*>& cache, const char* name, const char* lib) {
 bool Active() { return g_settings.ever_started.load(std::memory_order_relaxed); }
 
 std::atomic<void*> g_raise{nullptr}, g_rethrow{nullptr}, g_forced{nullptr}, g_catch{nullptr},
-    g_dlopen{nullptr}, g_dlclose{nullptr};
+    g_dlopen{nullptr}, g_dlclose{nullptr}, g_uncaught{nullptr};
+
+#if defined(HUSH_PRIVATE_LIBSTDCXX)
+// Whether `code` is in this library: its own catch. Asked only in __cxa_begin_catch (dladdr
+// takes the dynamic linker's lock, which a catch may).
+bool InThisLibrary(const void* code) {
+  static const void* const self_base = [] {
+    Dl_info self{};
+    return ::dladdr(reinterpret_cast<const void*>(&InThisLibrary), &self) != 0 ? self.dli_fbase : nullptr;
+  }();
+  Dl_info info{};
+  return self_base != nullptr && ::dladdr(code, &info) != 0 && info.dli_fbase == self_base;
+}
+#endif
+
+// Exceptions in flight on this thread, as the program's C++ runtime counts them (ours, when the
+// runtime carries a private one, counts only its own).
+int ProgramUncaughtExceptions() {
+#if defined(HUSH_PRIVATE_LIBSTDCXX)
+  return Resolve<int (*)() noexcept>(g_uncaught, "_ZSt19uncaught_exceptionsv", "libstdc++.so.6")();
+#else
+  return std::uncaught_exceptions();
+#endif
+}
 
 }  // namespace
 }  // namespace hush::functrace
@@ -97,9 +124,24 @@ _Unwind_Reason_Code _Unwind_ForcedUnwind(_Unwind_Exception* e, _Unwind_Stop_Fn s
   return real(e, stop, arg);
 }
 
+#if defined(HUSH_PRIVATE_LIBSTDCXX)
+void* hush_private_cxa_begin_catch(void* exception) noexcept;  // the archive's (src/CMakeLists.txt)
+#endif
+
 void* __cxa_begin_catch(void* exception) noexcept {
-  auto real = Resolve<void* (*)(void*) noexcept>(g_catch, "__cxa_begin_catch", "libstdc++.so.6");
-  void* r = real(exception);
+  void* r = nullptr;
+  int in_flight = 0;  // other exceptions still in flight, by the catcher's C++ runtime
+#if defined(HUSH_PRIVATE_LIBSTDCXX)
+  if (InThisLibrary(__builtin_return_address(0))) {
+    r = hush_private_cxa_begin_catch(exception);
+    in_flight = std::uncaught_exceptions();  // the private runtime's own count
+  } else
+#endif
+  {
+    auto real = Resolve<void* (*)(void*) noexcept>(g_catch, "__cxa_begin_catch", "libstdc++.so.6");
+    r = real(exception);
+    in_flight = ProgramUncaughtExceptions();
+  }
   if (Active()) {
 #if defined(__aarch64__)
     // The catcher's stack pointer: our canonical frame address (its sp at the call).
@@ -109,7 +151,7 @@ void* __cxa_begin_catch(void* exception) noexcept {
     const auto catcher_sp = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)) +
                             2 * sizeof(void*);
 #endif
-    ResumeAfterCatch(catcher_sp, std::uncaught_exceptions() == 0);
+    ResumeAfterCatch(catcher_sp, in_flight == 0);
   }
   return r;
 }

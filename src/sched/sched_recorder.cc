@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 
 #include "base/dir_stream.h"
 #include "clock/clock.h"
@@ -119,7 +120,12 @@ std::unique_ptr<SchedRecorder> SchedRecorder::Start(ring::Owner* owner, std::uin
   }
   s->initial_tids_ = known;
   SchedRecorder* self = s.get();
-  s->thread_ = base::StartLibraryThread("hush-sched", [self] { self->Loop(); });
+  try {
+    s->thread_ = base::StartLibraryThread("hush-sched", [self] { self->Loop(); });
+  } catch (const std::system_error& e) {
+    *error = std::string("cannot start its thread: ") + e.what();
+    return nullptr;
+  }
   return s;
 }
 

@@ -37,6 +37,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <system_error>
 #include <utility>
 
 
@@ -461,8 +462,6 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
     Abandon();
     return false;
   }
-  crash::Arm(dirfd_.get());  // a fatal signal leaves DIR/.crashed (crash_handler.h)
-  base::InstallForkGate([] { Core::OnForkChild(); });  // the gate is reset before OnForkChild runs
   if (options_.mode == Mode::kFlight) {
     static std::once_flag signal_once;
     std::call_once(signal_once, [] {
@@ -473,8 +472,18 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
       sigemptyset(&sa.sa_mask);
       ::sigaction(SIGUSR2, &sa, nullptr);
     });
-    consumer_ = base::StartLibraryThread("hush-snapshot", [this] { SignalLoop(); });
+    try {
+      consumer_ = base::StartLibraryThread("hush-snapshot", [this] { SignalLoop(); });
+    } catch (const std::system_error& e) {
+      // No thread (the process's limits): nothing of the session is left, as for the metadata.
+      *error = std::string("cannot start the snapshot thread: ") + e.what();
+      Unpublish(lock);
+      Abandon();
+      return false;
+    }
   }
+  crash::Arm(dirfd_.get());  // a fatal signal leaves DIR/.crashed (crash_handler.h)
+  base::InstallForkGate([] { Core::OnForkChild(); });  // the gate is reset before OnForkChild runs
   if (options_.sched) StartSched();
   return true;
 }

@@ -4,15 +4,23 @@
  *   capi_program api DIR      drives a session with hush_c_session_* (stream mode) into DIR
  *   capi_program flight DIR   the same in flight mode, written by a snapshot
  *   capi_program triggers DIR hush_c_session_start_with: a filter and snapshot triggers
+ *   capi_program limits DIR   a flight session that cannot start its thread (RLIMIT_AS) fails
+ *                             with the reason and leaves no DIR; with the limit lifted it starts.
+ *                             Prints "libstdcxx_loaded N": whether libstdc++.so is mapped in
+ *                             this C program (the runtime may carry its own C++ runtime)
  *
  * Prints "capi_program: ok" on success, or what failed (exit status 1).
  */
+#define _GNU_SOURCE
+#include <link.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 
 #include "capi_tracepoints.h"
 
@@ -186,6 +194,57 @@ static int RunTriggers(const char* dir) {
   return 0;
 }
 
+static int FindLibstdcxx(struct dl_phdr_info* info, size_t size, void* found) {
+  (void)size;
+  if (info->dlpi_name != NULL && strstr(info->dlpi_name, "libstdc++") != NULL) *(int*)found = 1;
+  return 0;
+}
+
+/* The address space this process maps now (VmSize), in bytes; -1 if unknown. */
+static long MappedBytes(void) {
+  FILE* f = fopen("/proc/self/status", "r");
+  if (f == NULL) return -1;
+  char line[256];
+  long kib = -1;
+  while (fgets(line, sizeof line, f) != NULL) {
+    if (sscanf(line, "VmSize: %ld", &kib) == 1) break;
+  }
+  fclose(f);
+  return kib < 0 ? -1 : kib * 1024;
+}
+
+static int RunLimits(const char* dir) {
+  int loaded = 0;
+  dl_iterate_phdr(FindLibstdcxx, &loaded);
+  printf("libstdcxx_loaded %d\n", loaded);
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  /* A sanitizer's runtime reserves and maps memory of its own at any time: no limit to test. */
+  puts("limits: skipped under a sanitizer");
+#else
+  struct rlimit before;
+  CHECK(getrlimit(RLIMIT_AS, &before) == 0);
+  const long mapped = MappedBytes();
+  CHECK(mapped > 0);
+  /* Room for the session's own allocations, none for a thread's stack (8 MiB by default). */
+  struct rlimit tight = before;
+  tight.rlim_cur = (rlim_t)mapped + (2u << 20);
+  CHECK(setrlimit(RLIMIT_AS, &tight) == 0);
+  char error[256] = "";
+  const int rc = hush_c_session_start("capi:*", dir, "flight", 0, error, sizeof error);
+  CHECK(setrlimit(RLIMIT_AS, &before) == 0);
+  CHECK(rc == -1);
+  printf("limits: refused: %s\n", error);
+  CHECK(strstr(error, "snapshot thread") != NULL);
+  struct stat st;
+  CHECK(stat(dir, &st) != 0); /* nothing left: the failed start removed what it made */
+#endif
+  CHECK(hush_c_session_start("capi:*", dir, "flight", 0, NULL, 0) == 0);
+  HUSH_C_TRACE(capi, fixed, 1, 2);
+  CHECK(hush_c_session_snapshot() == 0);
+  hush_c_session_stop();
+  return 0;
+}
+
 int main(int argc, char** argv) {
   int rc = 1;
   if (argc == 2 && strcmp(argv[1], "env") == 0) {
@@ -196,8 +255,10 @@ int main(int argc, char** argv) {
     rc = RunApi(argv[2], "flight");
   } else if (argc == 3 && strcmp(argv[1], "triggers") == 0) {
     rc = RunTriggers(argv[2]);
+  } else if (argc == 3 && strcmp(argv[1], "limits") == 0) {
+    rc = RunLimits(argv[2]);
   } else {
-    fprintf(stderr, "usage: %s env | api DIR | flight DIR | triggers DIR\n", argv[0]);
+    fprintf(stderr, "usage: %s env | api DIR | flight DIR | triggers DIR | limits DIR\n", argv[0]);
     return 2;
   }
   if (rc != 0 || g_failures != 0) return 1;

@@ -299,6 +299,27 @@ TEST(CapiTest, CProgramSessionWithFilterAndTriggers) {
   EXPECT_EQ(fixed.back(), "x = 5, y = 6") << raw;
 }
 
+// A C program whose flight session cannot start its snapshot thread (an address space limit with
+// no room for a stack): the thread's failure, an exception inside the runtime, is caught there;
+// the start returns -1 with the reason and leaves no trace directory, and once the limit is
+// lifted a session starts and records. Where the runtime carries its own C++ runtime
+// (src/CMakeLists.txt, HUSH_PRIVATE_LIBSTDCXX), that exception is thrown and caught by it in a
+// process that has no libstdc++.so at all.
+TEST(CapiTest, CProgramSessionThatCannotStartItsThreadFailsCleanly) {
+  TempDir tmp;
+  ASSERT_FALSE(tmp.path().empty());
+  const std::string trace = tmp.path() + "/t";
+  const CommandResult run = RunCommand("timeout 120 env -u HUSHTRACE_EVENTS -u HUSHTRACE_OUTPUT " +
+                                       ShellQuote(ProgramPath()) + " limits " + ShellQuote(trace));
+  ASSERT_EQ(run.status, 0) << run.output;
+  EXPECT_NE(run.output.find("capi_program: ok"), std::string::npos) << run.output;
+#if defined(HUSH_PRIVATE_LIBSTDCXX)
+  EXPECT_NE(run.output.find("libstdcxx_loaded 0"), std::string::npos) << run.output;
+#endif
+  std::string raw;
+  EXPECT_EQ(PayloadsOf(ReadTrace(trace, &raw), "capi:fixed"), (std::vector<std::string>{"x = 1, y = 2"})) << raw;
+}
+
 TEST(CapiTest, CProgramSessionControlStream) { CheckApiTrace("api"); }
 TEST(CapiTest, CProgramSessionControlFlight) { CheckApiTrace("flight"); }
 

@@ -518,7 +518,9 @@ std::vector<std::uint64_t> ExpectValidAfterWriteFailures(const std::string& out)
               std::adjacent_find(got.begin(), got.end()) == got.end());
   const hushtest::RecordedLosses losses = hushtest::ReadRecordedLosses(out);
   EXPECT_TRUE(losses.ok);
-  if (!got.empty()) EXPECT_EQ(losses.discarded, got.back() + 1 - got.size());
+  if (!got.empty()) {
+    EXPECT_EQ(losses.discarded, got.back() + 1 - got.size());
+  }
   return got;
 }
 
@@ -680,6 +682,22 @@ TEST_P(ProcessTest, OutputDirectoryMadeUnwritableWhileStreamingLosesOnlyWhatNeed
   const auto seqs = SeqsByThread(t);
   ASSERT_EQ(seqs.size(), 1u) << "only the thread that had its buffer";
   EXPECT_TRUE(IsRange(seqs.begin()->second, 0, 6000)) << "its stream file stays writable";
+}
+
+// A program that replaces the global operator new and delete (a pool, a guard allocator) gets the
+// Session and the error text the shared runtime hands it from its own operator new, which its
+// delete then frees (tests/runtime/replaced_new_main.cc: a delete of a block its new did not
+// return aborts), also where the runtime carries its own C++ runtime (src/cxxrt).
+TEST(ReplacedOperatorNewTest, TheRuntimeAllocatesWhatItHandsOverWithTheProgramsOperatorNew) {
+  TempDir tmp("replaced_new");
+  const std::string out = tmp.Sub("t");
+  const ProcessResult r = RunProcess({hushtest::HelperPath("hush_replaced_new"), out}, ChildEnv(), 120);
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  EXPECT_NE(r.out.find("replaced_new: refused: no events requested"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("replaced_new: ok"), std::string::npos) << r.out;
+  const Trace t = ReadTrace(out);
+  ASSERT_TRUE(t.ok) << t.error;
+  EXPECT_EQ(t.Named("replaced_new:tick").size(), 100u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Linkage, ProcessTest, testing::Values("hush_child", "hush_child_static"),
