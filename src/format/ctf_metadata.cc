@@ -79,8 +79,18 @@ constexpr char kClockBlockPrefix[] = "clock {\n\tname = \"hush_clock\";\n\tuuid 
 constexpr char kMetadataSignature[] = "/* CTF 1.8 */";
 
 std::string BuildMetadata(const TraceInfo& info, const std::vector<const registry::Event*>& events) {
+  std::string m;
+  BuildMetadata(info, events, &m);
+  return m;
+}
+
+void BuildMetadata(const TraceInfo& info, const std::vector<const registry::Event*>& events, std::string* out) {
   const std::string uuid = UuidToString(info.uuid);
-  std::string m = std::string(kMetadataSignature) + "\n\n";
+  std::string& m = *out;
+  m.clear();
+  if (m.capacity() < kMetadataReserve) m.reserve(kMetadataReserve);
+  m += kMetadataSignature;
+  m += "\n\n";
   for (int bits : {8, 16, 32, 64}) {
     const std::string b = std::to_string(bits);
     m += "typealias integer { size = " + b + "; align = 8; signed = false; } := uint" + b + "_t;\n";
@@ -141,7 +151,6 @@ std::string BuildMetadata(const TraceInfo& info, const std::vector<const registr
     for (const registry::FieldInfo& f : e->meta.fields) m += FieldDeclaration(f);
     m += "\t};\n};\n\n";
   }
-  return m;
 }
 
 std::string ClockUuidOfMetadata(const std::string& text) {

@@ -573,7 +573,8 @@ void Core::StartSched() {
 bool Core::WriteMetadata(std::string* error) {
   const FileSizeSignalGuard no_sigxfsz;
   info_.clock = calibration_;
-  std::string text = format::BuildMetadata(info_, registry::Global().EventsWithIds());
+  std::string& text = metadata_text_;
+  format::BuildMetadata(info_, registry::Global().EventsWithIds(), &text);
   // Rewrites (the clock refined every 10 s and at Stop, the loss counts) go over the file in
   // place while the new text fits in it: one pwrite of the whole file, same size, no new inode.
   // Replacing the file by a rename instead made ext4 write the new file's data out at once
@@ -643,8 +644,14 @@ ring::Ring* Core::Attach(internal::ThreadWriter& w, bool fresh) {
   config.subbuf_size = subbuf_size_;
   config.subbuf_count = subbuf_count_;
   config.budget = &budget_left_;
-  if (!scratch_) scratch_.reset(new char[subbuf_size_]);
-  config.scratch = scratch_.get();  // compact rings (below) use less of it
+  if (!scratch_) {
+    scratch_ = base::AnonMapping::Create(subbuf_size_);  // off the heap: base/anon_mapping.h
+    if (!scratch_) {  // no memory for the copy buffer: this thread's events are counted
+      CountUnattached();
+      return nullptr;
+    }
+  }
+  config.scratch = scratch_.data();  // compact rings (below) use less of it
   // Past half the budget, new threads get compact rings: 4 KiB sub-buffers (8 KiB for the header
   // and a first one), so that thousands of threads still each get a ring. Their largest event is
   // 4 KiB less the headers; a larger one is discarded and counted as in any ring.

@@ -31,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/anon_mapping.h"
 #include "base/library_thread.h"
 #include "base/unique_fd.h"
 #include "clock/clock.h"
@@ -275,6 +276,7 @@ class Core final : public ring::Owner {
   std::uint64_t published_at_ = 0;  // written before active_'s release store, read after its acquire
   bool forked_child_ = false;  // a fork child's session: writes streams, never the metadata
   std::size_t metadata_size_ = 0;  // of the file WriteMetadata wrote, padding included; 0: none yet
+  std::string metadata_text_;      // WriteMetadata's buffer, kept for the rewrites (ctf_metadata.h)
   // The N of ring_<N> / stream_<N> to try next (file_numbers.h); Take() is safe without mu_.
   FileNumbers file_numbers_;
   // mu_: threads creating buffer files without mu_ (Attach), at most kMaxCreators; Unpublish
@@ -285,8 +287,8 @@ class Core final : public ring::Owner {
   std::size_t subbuf_size_ = 0;
   std::uint32_t subbuf_count_ = 0;
   // The rings' copy buffer (ring::RingConfig::scratch), subbuf_size_ bytes, shared by all of them:
-  // their consumer-side calls run under write_mu_. Allocated with the first ring (mu_).
-  std::unique_ptr<char[]> scratch_;
+  // their consumer-side calls run under write_mu_. Mapped with the first ring (mu_).
+  base::AnonMapping scratch_;
   // SessionOptions::buffer_budget as resolved by Start, and what of it the rings have not taken
   // (ring/ring_buffer.h, "Budget"; shared with every ring of the session).
   std::uint64_t budget_ = 0;
