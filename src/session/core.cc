@@ -646,7 +646,11 @@ ring::Ring* Core::Attach(internal::ThreadWriter& w, bool fresh) {
   config.budget = &budget_left_;
   if (!scratch_) {
     scratch_ = base::AnonMapping::Create(subbuf_size_);  // off the heap: base/anon_mapping.h
-    if (!scratch_) {  // no memory for the copy buffer: this thread's events are counted
+    if (!scratch_) {  // as for a ring that cannot be made (below): this thread's events are counted
+      if (!warned_attach_.exchange(true, std::memory_order_relaxed)) {
+        std::fprintf(stderr, "hushtrace: %s; the events of threads without a buffer are discarded\n",
+                     ErrnoMessage("cannot map the copy buffer").c_str());
+      }
       CountUnattached();
       return nullptr;
     }

@@ -11,6 +11,7 @@
 //   hush_child fsize B N F            emits event 0 if F is "attached" (the thread's ring exists),
 //                                     sets RLIMIT_FSIZE to B bytes, emits the rest of 0..N-1
 //   hush_child aslimit N              limits its address space so that no ring can be mapped, emits N
+//   hush_child aslimit_tight N        the same with 64 KiB to spare: not even the copy buffer
 //   hush_child unwritable N1 N2       emits N1, waits for a line on stdin, emits N2 on two threads
 //   hush_child session-emit DIR N     starts a stream session of child:* into DIR (hush::Session,
 //                                     4 MiB rings), emits N on the main thread, stops it and
@@ -140,9 +141,10 @@ int SessionEmit(const char* dir, std::uint64_t n) {
   return 0;
 }
 
-// Address space limited to what the process maps now plus 16 MiB, before its first event: the
-// ring (HUSHTRACE_BUFFER_SIZE above that) cannot be mapped.
-int AddressSpaceLimit(std::uint64_t n) {
+// Address space limited to what the process maps now plus `headroom_kib`, before its first
+// event: with 16 MiB the ring (HUSHTRACE_BUFFER_SIZE above that) cannot be mapped; with 64 KiB
+// not even the session's copy buffer (one sub-buffer, mapped with the first ring).
+int AddressSpaceLimit(std::uint64_t n, std::uint64_t headroom_kib) {
   std::uint64_t vm_kib = 0;
   if (FILE* f = std::fopen("/proc/self/status", "r")) {
     char line[256];
@@ -151,7 +153,7 @@ int AddressSpaceLimit(std::uint64_t n) {
     }
     std::fclose(f);
   }
-  const rlimit limit = {(vm_kib << 10) + (16u << 20), RLIM_INFINITY};
+  const rlimit limit = {(vm_kib + headroom_kib) << 10, RLIM_INFINITY};
   if (vm_kib == 0 || ::setrlimit(RLIMIT_AS, &limit) != 0) {
     std::perror("setrlimit");
     return 3;
@@ -186,13 +188,14 @@ int main(int argc, char** argv) {
   if (mode == "exit-thread" && argc == 4)
     ExitThread(static_cast<std::uint32_t>(Arg(argv, 2)), Arg(argv, 3));
   if (mode == "flight-wait" && argc == 4) return FlightWait(Arg(argv, 2), Arg(argv, 3));
-  if (mode == "aslimit" && argc == 3) return AddressSpaceLimit(Arg(argv, 2));
+  if (mode == "aslimit" && argc == 3) return AddressSpaceLimit(Arg(argv, 2), 16u << 10);
+  if (mode == "aslimit_tight" && argc == 3) return AddressSpaceLimit(Arg(argv, 2), 64);
   if (mode == "unwritable" && argc == 4) return Unwritable(Arg(argv, 2), Arg(argv, 3));
   if (mode == "session-emit" && argc == 4) return SessionEmit(argv[2], Arg(argv, 3));
   if (mode == "fsize" && argc == 5) return FileSizeLimit(Arg(argv, 2), Arg(argv, 3), argv[4]);
   std::fprintf(stderr,
                "usage: hush_child emit N | threads T N | exit-thread T N | flight-wait N1 N2 |"
-               " fsize B N attached|fresh | aslimit N | unwritable N1 N2 |"
+               " fsize B N attached|fresh | aslimit N | aslimit_tight N | unwritable N1 N2 |"
                " session-emit DIR N\n");
   return 2;
 }

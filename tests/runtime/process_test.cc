@@ -592,6 +592,28 @@ TEST_P(ProcessTest, BufferAllocationFailureTurnsTracingOffWithAMessageAndTheProg
   EXPECT_EQ(t.events.size(), 0u);
 }
 
+TEST_P(ProcessTest, CopyBufferMappingFailureTurnsTracingOffWithAMessageAndTheProgramRunsOn) {
+  if (hushtest::Emulated()) {
+    GTEST_SKIP() << "under qemu-user RLIMIT_AS limits the emulator's own address-space "
+                    "reservations, not the program's mappings";
+  }
+  TempDir dir("proc");
+  const std::string out = dir.Sub("trace");
+  // 64 KiB of address space to spare at the first event: the session's copy buffer (one 128 KiB
+  // sub-buffer, mapped on its own with the first ring) cannot be mapped.
+  const ProcessResult r = Run({"aslimit_tight", "1000"}, {"HUSHTRACE_EVENTS=child:*", Out(out)});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.Describe();
+  EXPECT_EQ(r.out, "child: emitted 1000\n");
+  EXPECT_NE(r.err.find("cannot map the copy buffer: Cannot allocate memory"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("hushtrace: 1000 events of threads without a buffer were discarded"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(CountLines(r.err), 2u) << r.err;
+  const Trace t = ReadTrace(out);
+  ASSERT_TRUE(t.ok) << t.error;
+  EXPECT_EQ(t.events.size(), 0u);
+  EXPECT_NE(hushtest::ReadFile(out + "/metadata").find("hushtrace_events_without_buffer = 1000;"), std::string::npos);
+}
+
 // A scope with a small tmpfs mounted on `path` (needs CAP_SYS_ADMIN).
 class SmallTmpfs {
  public:
