@@ -183,6 +183,12 @@ void Ring::InitHeader(const RingConfig& config) {
 
 std::unique_ptr<Ring> Ring::Create(int dirfd, std::uint32_t index, const RingConfig& config,
                                    std::string* error) {
+  return std::unique_ptr<Ring>(CreateAt(nullptr, dirfd, index, config, error));
+}
+
+Ring* Ring::CreateAt(void* storage, int dirfd, std::uint32_t index, const RingConfig& config,
+                     std::string* error) {
+  static_assert(sizeof(Ring) <= kObjectBytes && alignof(Ring) <= alignof(std::max_align_t));
   const std::string name = format::RingName(index);
   const int fd = ::openat(dirfd, name.c_str(),
                           O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -211,7 +217,7 @@ std::unique_ptr<Ring> Ring::Create(int dirfd, std::uint32_t index, const RingCon
     return true;
   };
   // Every failure from here: the message with errno, nothing paid, and no file left behind.
-  const auto fail = [&](const char* what) -> std::unique_ptr<Ring> {
+  const auto fail = [&](const char* what) -> Ring* {
     const int e = errno;
     *error = e == ENOBUFS ? std::string("the session's buffer budget is used up: no ring for this thread")
                           : std::string(what) + " ring file " + name + ": " + std::strerror(e);
@@ -270,7 +276,8 @@ std::unique_ptr<Ring> Ring::Create(int dirfd, std::uint32_t index, const RingCon
     all_reserved = true;
   }
   file.reset();
-  std::unique_ptr<Ring> ring(new Ring(index, config, mapping, size, true));
+  Ring* ring = storage != nullptr ? new (storage) Ring(index, config, mapping, size, true)
+                                  : new Ring(index, config, mapping, size, true);
   ring->reserved_subbufs_ = 1;  // sub-buffer 0: reserved in steps by the producer, from `first` on
   ring->subbuf0_reserved_ = all_reserved ? config.subbuf_size : first;
   // Relaxed: the ring is not shared yet.

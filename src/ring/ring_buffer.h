@@ -94,6 +94,12 @@ class Ring {
   // opens, or by Prefault (ring_buffer.cc).
   static std::unique_ptr<Ring> Create(int dirfd, std::uint32_t index, const RingConfig& config,
                                       std::string* error);
+  // Create, with the Ring object constructed in `storage` (kObjectBytes bytes, aligned for any
+  // type) instead of on the heap: the caller runs ~Ring() and frees the storage (why a session
+  // does: session/core.h, RingObjects). Null and *error on failure, nothing constructed.
+  static constexpr std::size_t kObjectBytes = 512;
+  static Ring* CreateAt(void* storage, int dirfd, std::uint32_t index, const RingConfig& config,
+                        std::string* error);
   // Maps an existing ring (for tests and recovery) over caller-provided memory.
   static std::unique_ptr<Ring> CreateInMemory(std::uint32_t index, const RingConfig& config);
   ~Ring();

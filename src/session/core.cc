@@ -435,6 +435,9 @@ bool Core::Start(const SessionOptions& options, std::string* error) {
     Abandon();
     return false;
   }
+  // The first chunk of ring slots, here on the starting thread: a program's first 32 threads
+  // then attach without an allocation of their own (RingObjects in core.h says why that matters).
+  slots_.Ensure(0);
   // Publish the session before enabling events: a thread that sees an enabled event and takes
   // the slow path must find the session (acquire in Active() pairs with this release).
   published_ = true;
@@ -687,12 +690,21 @@ ring::Ring* Core::Attach(internal::ThreadWriter& w, bool fresh) {
     CountUnattached();
     return nullptr;
   }
+  void* const storage = ring_objects_.Take();
+  if (storage == nullptr) {
+    if (!warned_attach_.exchange(true, std::memory_order_relaxed)) {
+      std::fprintf(stderr, "hushtrace: %s; the events of threads without a buffer are discarded\n",
+                   ErrnoMessage("cannot map the rings' objects").c_str());
+    }
+    CountUnattached();
+    return nullptr;
+  }
   ++creating_;
   const int dirfd = dirfd_.get();
   const int ring_dirfd = ring_dir();
   lock.unlock();
   std::string error;
-  std::unique_ptr<ring::Ring> r = CreateBufferFiles(dirfd, ring_dirfd, config, &error);
+  RingPtr r = CreateBufferFiles(storage, dirfd, ring_dirfd, config, &error);
   if (!r && errno == ENOBUFS) {
     error += " (" + std::to_string(budget_ >> 20) + " MiB; --buffer-budget, HUSHTRACE_BUFFER_BUDGET)";
   }
@@ -700,6 +712,7 @@ ring::Ring* Core::Attach(internal::ThreadWriter& w, bool fresh) {
   --creating_;
   created_cv_.notify_all();  // Unpublish waits for 0, creators for fewer than kMaxCreators
   if (!r) {
+    ring_objects_.Give(storage);
     if (!warned_attach_.exchange(true, std::memory_order_relaxed)) {
       std::fprintf(stderr, "hushtrace: %s; the events of threads without a buffer are discarded\n",
                    error.c_str());
@@ -709,6 +722,8 @@ ring::Ring* Core::Attach(internal::ThreadWriter& w, bool fresh) {
   }
   if (stopped_) {  // stopped meanwhile: the files were never part of the trace
     RemoveBufferFiles(dirfd, ring_dirfd, r->index());
+    r.reset();
+    ring_objects_.Give(storage);
     return nullptr;
   }
   const std::uint32_t index = ring_count_.load(std::memory_order_relaxed);
@@ -721,15 +736,15 @@ ring::Ring* Core::Attach(internal::ThreadWriter& w, bool fresh) {
   return slot.ring.get();
 }
 
-std::unique_ptr<ring::Ring> Core::CreateBufferFiles(int dirfd, int ring_dirfd,
-                                                     const ring::RingConfig& config, std::string* error) {
+RingPtr Core::CreateBufferFiles(void* storage, int dirfd, int ring_dirfd, const ring::RingConfig& config,
+                                std::string* error) {
   // File number N of ring_<N> / stream_<N>: from the counter of the process tree
   // (file_numbers.h); O_EXCL on both files makes N ours, and a number found taken is skipped.
   const FileSizeSignalGuard no_sigxfsz;  // sizing a ring file may exceed RLIMIT_FSIZE
   for (std::uint32_t tries = 0; tries < 1024; ++tries) {
     const std::uint32_t n = file_numbers_.Take();
     error->clear();
-    std::unique_ptr<ring::Ring> r = ring::Ring::Create(ring_dirfd, n, config, error);
+    RingPtr r(ring::Ring::CreateAt(storage, ring_dirfd, n, config, error));
     if (!r) {
       if (errno == EEXIST) continue;  // Create fails right after its O_EXCL open
       return nullptr;

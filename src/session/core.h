@@ -101,11 +101,56 @@ struct OpenSnapshot {
   std::chrono::steady_clock::time_point deadline;  // when the part after the trigger is complete
 };
 
+// A ring whose Ring object lives in a RingObjects block (below): only its destructor runs here;
+// the block is the RingObjects'.
+struct DestroyInPlace {
+  void operator()(ring::Ring* r) const { r->~Ring(); }
+};
+using RingPtr = std::unique_ptr<ring::Ring, DestroyInPlace>;
+
+// Where a session's Ring objects live: blocks of ring::Ring::kObjectBytes, kChunk to a mapping
+// of their own (base::AnonMapping, pages touched as blocks are used), with a free list for the
+// blocks of rings that were not made. Not the heap: a thread's first event makes its ring, and
+// the Ring object was the thread's first malloc, on which glibc gives a thread an arena of its
+// own (a 64 MiB reservation trimmed with munmap and mprotect, whose TLB flushes interrupt the
+// other CPUs running the program's threads, and the first touch of its pages): in the hackbench
+// analogue, 16 arenas per run for one 360-byte object each (docs/benchmarks.md, "Message passing
+// on many threads"). Under Core::mu_; the mappings go with the Core, after its rings (declared
+// before slots_).
+class RingObjects {
+ public:
+  static constexpr std::size_t kChunk = 32;
+  // A block for one Ring object; nullptr if no mapping can be made.
+  void* Take() {
+    if (free_ != nullptr) return std::exchange(free_, *static_cast<void**>(free_));
+    if (used_ == kChunk * chunk_count_) {
+      if (chunk_count_ == kMaxChunks) return nullptr;
+      base::AnonMapping m = base::AnonMapping::Create(kChunk * ring::Ring::kObjectBytes);
+      if (!m) return nullptr;
+      chunks_[chunk_count_++] = std::move(m);
+    }
+    const std::size_t i = used_++;
+    return chunks_[i / kChunk].data() + i % kChunk * ring::Ring::kObjectBytes;
+  }
+  // A block Take() gave whose Ring object is gone (or was never made).
+  void Give(void* block) {
+    *static_cast<void**>(block) = free_;
+    free_ = block;
+  }
+
+ private:
+  static constexpr std::size_t kMaxChunks = kMaxRings / kChunk + 1;
+  base::AnonMapping chunks_[kMaxChunks];
+  std::size_t chunk_count_ = 0;
+  std::size_t used_ = 0;     // blocks handed out from the chunks, in order
+  void* free_ = nullptr;     // blocks given back, linked through their first word
+};
+
 struct RingSlot {
   // Its stream file, stream_<ring->index()>, is not held open: the consumer opens it for each
   // write-out (Core::WriteAllLocked), so that a session holds a constant number of descriptors
   // whatever the number of threads (issue 17, item 3).
-  std::unique_ptr<ring::Ring> ring;
+  RingPtr ring;
   internal::ThreadWriter* writer = nullptr;  // guarded by mu_; nullptr when free
 };
 
@@ -235,8 +280,9 @@ class Core final : public ring::Owner {
   // Creates .ring_<N> in `ring_dirfd` and an empty stream_<N> (closed again) in the trace
   // directory `dirfd` for a new buffer, N from file_numbers_; runs without mu_ (Attach). Null
   // and *error on failure.
-  std::unique_ptr<ring::Ring> CreateBufferFiles(int dirfd, int ring_dirfd, const ring::RingConfig& config,
-                                                std::string* error);
+  // The Ring object is made in `storage` (a RingObjects block).
+  RingPtr CreateBufferFiles(void* storage, int dirfd, int ring_dirfd, const ring::RingConfig& config,
+                            std::string* error);
   // Start(): where the ring files go (format/ring_location.h). Rings of a trace directory on a
   // disk file system go to a directory of their own under /dev/shm (ring_dirfd_); on the
   // slightest difficulty, and for a trace directory on tmpfs, they stay in the trace directory.
@@ -295,6 +341,7 @@ class Core final : public ring::Owner {
   std::atomic<std::uint64_t> budget_left_{0};
   format::TraceInfo info_;
   clock::Calibration calibration_;
+  RingObjects ring_objects_;  // before slots_: the rings' objects outlive nothing of theirs
   SlotTable slots_;
   std::atomic<std::uint32_t> ring_count_{0};
   std::atomic<std::uint64_t> write_errors_{0};
