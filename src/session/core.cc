@@ -294,6 +294,12 @@ void Core::WarnOnce(std::atomic<bool>& flag, const char* message) {
   if (!flag.exchange(true, std::memory_order_relaxed)) std::fprintf(stderr, "hushtrace: %s\n", message);
 }
 
+ring::Ring* Core::NoBufferForThread(const std::string& why) {
+  WarnOnce(warned_attach_, (why + "; the events of threads without a buffer are discarded").c_str());
+  CountUnattached();
+  return nullptr;
+}
+
 bool Core::Start(const SessionOptions& options, std::string* error) {
   std::unique_lock<std::mutex> lock(mu_);
   if (Active() != nullptr) {
@@ -649,14 +655,7 @@ ring::Ring* Core::Attach(internal::ThreadWriter& w, bool fresh) {
   config.budget = &budget_left_;
   if (!scratch_) {
     scratch_ = base::AnonMapping::Create(subbuf_size_);  // off the heap: base/anon_mapping.h
-    if (!scratch_) {  // as for a ring that cannot be made (below): this thread's events are counted
-      if (!warned_attach_.exchange(true, std::memory_order_relaxed)) {
-        std::fprintf(stderr, "hushtrace: %s; the events of threads without a buffer are discarded\n",
-                     ErrnoMessage("cannot map the copy buffer").c_str());
-      }
-      CountUnattached();
-      return nullptr;
-    }
+    if (!scratch_) return NoBufferForThread(ErrnoMessage("cannot map the copy buffer"));
   }
   config.scratch = scratch_.data();  // compact rings (below) use less of it
   // Past half the budget, new threads get compact rings: 4 KiB sub-buffers (8 KiB for the header
@@ -691,14 +690,7 @@ ring::Ring* Core::Attach(internal::ThreadWriter& w, bool fresh) {
     return nullptr;
   }
   void* const storage = ring_objects_.Take();
-  if (storage == nullptr) {
-    if (!warned_attach_.exchange(true, std::memory_order_relaxed)) {
-      std::fprintf(stderr, "hushtrace: %s; the events of threads without a buffer are discarded\n",
-                   ErrnoMessage("cannot map the rings' objects").c_str());
-    }
-    CountUnattached();
-    return nullptr;
-  }
+  if (storage == nullptr) return NoBufferForThread(ErrnoMessage("cannot map the rings' objects"));
   ++creating_;
   const int dirfd = dirfd_.get();
   const int ring_dirfd = ring_dir();
@@ -713,12 +705,7 @@ ring::Ring* Core::Attach(internal::ThreadWriter& w, bool fresh) {
   created_cv_.notify_all();  // Unpublish waits for 0, creators for fewer than kMaxCreators
   if (!r) {
     ring_objects_.Give(storage);
-    if (!warned_attach_.exchange(true, std::memory_order_relaxed)) {
-      std::fprintf(stderr, "hushtrace: %s; the events of threads without a buffer are discarded\n",
-                   error.c_str());
-    }
-    CountUnattached();
-    return nullptr;
+    return NoBufferForThread(error);
   }
   if (stopped_) {  // stopped meanwhile: the files were never part of the trace
     RemoveBufferFiles(dirfd, ring_dirfd, r->index());

@@ -237,6 +237,9 @@ class Core final : public ring::Owner {
   std::atomic<bool> warned_oversize_{false};
   std::atomic<bool> warned_alloc_{false};
   std::atomic<bool> warned_attach_{false};  // a thread's buffer could not be created
+  // Attach's failures to make a thread's buffer: `why` said once (warned_attach_), the event
+  // counted (CountUnattached); returns the null ring the thread then keeps for this session.
+  ring::Ring* NoBufferForThread(const std::string& why);
   std::atomic<bool> warned_budget_{false};  // half the buffer budget is taken (compact rings)
   uid_t owner_uid_ = 0;                       // geteuid() at Start (UserMayTrace)
   std::atomic<bool> foreign_user_{false};     // Attach saw a user who may not trace
