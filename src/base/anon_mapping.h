@@ -2,13 +2,14 @@
 // must not live on the program's heap.
 //
 //   base::AnonMapping buf = base::AnonMapping::Create(128 * 1024);
-//   if (!buf) return Errno("cannot map the copy buffer");
+//   if (!buf) return base::ErrnoMessage("cannot map the copy buffer");
 //   std::memcpy(buf.data(), src, n);         // pages are allocated as they are first written
 //
 // Why not `new char[n]`: a large block from malloc moves the top of the program's heap past it,
 // so every small allocation made after it lands on a page no one has touched yet, and each such
-// page costs a fault (~10 us on the VMs of docs/benchmarks.md, "The host's prices"). A mapping of
-// its own costs one mmap and no page until used; the pages it does not use are never allocated.
+// page costs a fault (11-16 us in docs/benchmarks.md, "The host's prices"; 1.5-2.2 us on the same
+// VM kind on 2026-12-07). A mapping of its own costs one mmap and no page until used; the pages
+// it does not use are never allocated.
 // munmap is called once, by the destructor or reset(), and its result ignored (it fails only for
 // arguments this class never passes).
 #ifndef HUSHTRACE_SRC_BASE_ANON_MAPPING_H_

@@ -2,6 +2,7 @@
 #ifndef HUSHTRACE_SRC_FORMAT_CTF_METADATA_H_
 #define HUSHTRACE_SRC_FORMAT_CTF_METADATA_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -37,10 +38,9 @@ std::string UuidToString(const std::uint8_t uuid[16]);
 std::string BuildMetadata(const TraceInfo& info, const std::vector<const registry::Event*>& events);
 // The same text, written over *out, whose capacity is kept: a session that rewrites its
 // metadata (the refined clock, the loss counts) builds every copy in one buffer, so a rewrite at
-// a short program's exit takes no fresh heap page (each costs a page fault, ~10 us on the VMs of
-// docs/benchmarks.md, "The host's prices"). Reserves kMetadataReserve up front: the text of a
-// program with a few dozen event classes, and its padding (core.cc, WriteMetadata), grow no
-// buffer through its doublings.
+// a short program's exit takes no fresh heap page (each costs a page fault: base/anon_mapping.h).
+// Reserves kMetadataReserve up front: the text of a program with a few dozen event classes, and
+// its padding (core.cc, WriteMetadata), grow no buffer through its doublings.
 inline constexpr std::size_t kMetadataReserve = 8192;
 void BuildMetadata(const TraceInfo& info, const std::vector<const registry::Event*>& events, std::string* out);
 
